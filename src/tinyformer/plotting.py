@@ -1,0 +1,171 @@
+"""画图：让 matplotlib 显示真正的中文字形，并提供全书共用的几种图（各章都会用到）。
+
+导入本模块即完成中文字体设置：把包内自带的 Noto Sans SC 子集（SIL OFL 1.1，见
+``fonts/OFL.txt``）注册给 matplotlib，并把它放进 ``font.family`` 的回退列表里。
+不下载、不写 matplotlib 的安装目录，Colab 上也不用重启内核。
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+from matplotlib import font_manager
+
+FONT_PATH = Path(__file__).with_name("fonts") / "NotoSansSC-Regular-GB2312.otf"
+FONT_NAME = "Noto Sans SC"
+
+
+def setup_chinese_font() -> str:
+    """注册包内的中文字体，并设为 DejaVu Sans 之后的回退字体；返回字体名。
+
+    matplotlib 只会在 ``font.family`` 列出的字体之间逐字回退（在 ``font.sans-serif``
+    里列字体不起作用），所以这里设置的是 ``font.family``。可以重复调用。
+
+    例子::
+
+        >>> setup_chinese_font()
+        'Noto Sans SC'
+    """
+    if FONT_NAME not in {f.name for f in font_manager.fontManager.ttflist}:
+        font_manager.fontManager.addfont(str(FONT_PATH))
+    matplotlib.rcParams["font.family"] = ["DejaVu Sans", FONT_NAME]
+    matplotlib.rcParams["axes.unicode_minus"] = False  # 负号用 ASCII，两种字体都有
+    matplotlib.rcParams["svg.hashsalt"] = "tinyformer"  # SVG 输出可复现
+    return FONT_NAME
+
+
+def plot_heatmap(
+    matrix,
+    row_labels=None,
+    col_labels=None,
+    ax=None,
+    title: str | None = None,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    cmap: str = "viridis",
+    annotate: bool = False,
+    fmt: str = "{:.2f}",
+    colorbar: bool = True,
+    vmin: float | None = None,
+    vmax: float | None = None,
+):
+    """画一个带行列标签（可以是中文词元）的热力图，返回 ``AxesImage``。
+
+    参数:
+        matrix: 二维张量或数组 ``(行数, 列数)``。
+        row_labels, col_labels: 行、列的标签（如查询词元、键词元）；``None`` 时不标。
+        ax: 画在哪个子图上；``None`` 时新建一张图。
+        annotate: 为 ``True`` 时在每格写上数值（按 ``fmt`` 格式化）。
+
+    例子::
+
+        >>> import torch
+        >>> image = plot_heatmap(torch.eye(3), ["我", "爱", "你"], ["我", "爱", "你"], title="注意力")
+        >>> image.get_array().shape
+        (3, 3)
+        >>> plt.close("all")
+    """
+    data = matrix.detach().cpu().float().numpy() if hasattr(matrix, "detach") else matrix
+    if getattr(data, "ndim", None) != 2:
+        raise ValueError(f"matrix must be 2-D, got shape {getattr(data, 'shape', None)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.55 * data.shape[1] + 2, 0.5 * data.shape[0] + 1.2))
+    image = ax.imshow(data, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    for labels, n, axis in ((row_labels, data.shape[0], "y"), (col_labels, data.shape[1], "x")):
+        if labels is None:
+            continue
+        if len(labels) != n:
+            raise ValueError(f"{axis} labels must have {n} entries to match matrix, got {len(labels)}")
+        if axis == "y":
+            ax.set_yticks(range(n), labels)
+        else:
+            ax.set_xticks(range(n), labels, rotation=90 if max(map(len, map(str, labels)), default=0) > 3 else 0)
+    if annotate:
+        mid = (data.max() + data.min()) / 2
+        for i in range(data.shape[0]):
+            for j in range(data.shape[1]):
+                color = "black" if data[i, j] > mid else "white"
+                ax.text(j, i, fmt.format(data[i, j]), ha="center", va="center", color=color, fontsize=8)
+    if title:
+        ax.set_title(title)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return image
+
+
+# 架构图的方框：(x 中心, y 中心, 文字, 颜色)。编码器在左、解码器在右，从下往上数据流动。
+_ARCH_COLORS = {"emb": "#fde2c8", "attn": "#fbd3d3", "norm": "#fff3b0", "ffn": "#cfe8fc", "out": "#dcd3f5"}
+_ENCODER = [
+    (2.0, 0.6, "源语言词元 ids  (B, S)", None),
+    (2.0, 1.6, "词嵌入 × √C  +  位置编码", "emb"),
+    (2.0, 3.0, "多头自注意力\n（双向，只遮填充）", "attn"),
+    (2.0, 4.0, "残差相加 & 层归一化", "norm"),
+    (2.0, 5.0, "逐位置前馈网络 (C → 4C → C)", "ffn"),
+    (2.0, 6.0, "残差相加 & 层归一化", "norm"),
+]
+_DECODER = [
+    (6.4, 0.6, "目标语言词元 ids  (B, T)", None),
+    (6.4, 1.6, "词嵌入 × √C  +  位置编码", "emb"),
+    (6.4, 3.0, "带因果掩码的多头自注意力", "attn"),
+    (6.4, 4.0, "残差相加 & 层归一化", "norm"),
+    (6.4, 5.0, "交叉注意力（查询来自解码器，\n键和值来自编码器输出）", "attn"),
+    (6.4, 6.0, "残差相加 & 层归一化", "norm"),
+    (6.4, 7.0, "逐位置前馈网络 (C → 4C → C)", "ffn"),
+    (6.4, 8.0, "残差相加 & 层归一化", "norm"),
+    (6.4, 9.3, "线性层（与目标词嵌入共享权重）", "out"),
+    (6.4, 10.2, "softmax → 下一个词的概率  (B, T, V)", "out"),
+]
+
+
+def draw_architecture(ax=None):
+    """画出本书实现的编码器–解码器 Transformer（论文的 post-LN 版本），标注每一步的形状。
+
+    例子::
+
+        >>> ax = draw_architecture()
+        >>> ax.get_title()
+        'Transformer（编码器–解码器）'
+        >>> plt.close("all")
+    """
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8.6, 9.2))
+    for column in (_ENCODER, _DECODER):
+        for (x, y, text, color), (_, y_next, _, _) in zip(column, column[1:] + [column[-1]]):
+            width, height = 3.4, 0.7
+            ax.add_patch(
+                FancyBboxPatch(
+                    (x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0.02,rounding_size=0.12",
+                    facecolor=_ARCH_COLORS.get(color, "white"), edgecolor="#444444", linewidth=1,
+                )
+            )
+            ax.text(x, y, text, ha="center", va="center", fontsize=9)
+            if y_next > y:
+                ax.add_patch(FancyArrowPatch((x, y + height / 2), (x, y_next - height / 2), arrowstyle="-|>",
+                                             mutation_scale=12, color="#444444"))
+    # 两个 “× N 层” 的框
+    for x, y0, y1, label in ((2.0, 2.45, 6.5, "编码器层 × N"), (6.4, 2.45, 8.5, "解码器层 × N")):
+        ax.add_patch(FancyBboxPatch((x - 2.0, y0), 4.0, y1 - y0, boxstyle="round,pad=0.05", fill=False,
+                                    linestyle="--", edgecolor="#888888"))
+        ax.text(x - 1.95, y1 + 0.05, label, ha="left", va="bottom", fontsize=9, color="#555555")
+    # 编码器输出（memory, 形状 (B, S, C)）送进每个解码器层的交叉注意力
+    ax.plot([2.0, 2.0, 4.3, 4.3], [6.35, 6.85, 6.85, 5.0], color="#c0392b", linewidth=1.2)
+    ax.add_patch(FancyArrowPatch((4.3, 5.0), (4.7, 5.0), arrowstyle="-|>", mutation_scale=12, color="#c0392b"))
+    ax.text(2.1, 6.95, "编码器输出 memory (B, S, C)", ha="center", va="bottom", fontsize=9, color="#c0392b")
+    ax.text(8.35, 1.6, "(B, T, C)", ha="left", va="center", fontsize=8, color="#555555")
+    ax.text(0.05, 1.6, "(B, S, C)", ha="right", va="center", fontsize=8, color="#555555")
+    ax.set_xlim(-0.9, 9.3)
+    ax.set_ylim(0, 10.8)
+    ax.axis("off")
+    ax.set_title("Transformer（编码器–解码器）")
+    return ax
+
+
+setup_chinese_font()

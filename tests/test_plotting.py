@@ -1,0 +1,63 @@
+"""中文字形：用包内字体画带中文的图，任何“缺字形”警告都算失败。"""
+
+import io
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from tinyformer import plotting  # noqa: E402
+
+CHINESE = "位置编码 注意力权重 层归一化：我爱北京天安门（缩放点积）"
+
+
+def _render(fig) -> None:
+    fig.savefig(io.BytesIO(), format="png")
+
+
+def test_font_file_and_licence_ship_with_the_package():
+    assert plotting.FONT_PATH.is_file()
+    assert (plotting.FONT_PATH.parent / "OFL.txt").read_text().startswith(
+        "This Font Software is licensed under the SIL Open Font License"
+    )
+
+
+def test_chinese_text_renders_without_missing_glyphs():
+    plotting.setup_chinese_font()
+    fig, ax = plt.subplots()
+    ax.set_title(CHINESE)
+    ax.set_xlabel("位置 pos −1.5")
+    ax.plot([0, 1], [0, -1], label="维度 2i 与 2i+1")
+    ax.legend()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Glyph ... missing from font(s)" 是 UserWarning
+        _render(fig)
+    plt.close(fig)
+
+
+def test_without_the_font_the_same_figure_warns():
+    """反面对照：只用 DejaVu Sans 时同一张图必然报缺字形，说明上一个测试能失败。"""
+    with matplotlib.rc_context({"font.family": ["DejaVu Sans"]}):
+        fig, ax = plt.subplots()
+        ax.set_title(CHINESE)
+        with pytest.warns(UserWarning, match="missing from font"):
+            _render(fig)
+        plt.close(fig)
+
+
+def test_heatmap_labels_and_bad_shapes():
+    image = plotting.plot_heatmap(torch.rand(2, 3), ["查询一", "查询二"], list("键值对"), annotate=True)
+    ax = image.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["查询一", "查询二"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _render(ax.figure)
+    with pytest.raises(ValueError, match="matrix must be 2-D"):
+        plotting.plot_heatmap(torch.rand(2, 3, 4))
+    with pytest.raises(ValueError, match="x labels must have 3 entries"):
+        plotting.plot_heatmap(torch.rand(2, 3), col_labels=["a"])
+    plt.close("all")

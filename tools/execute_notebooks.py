@@ -1,0 +1,91 @@
+"""重新执行各章笔记本并把输出存回原文件，可复现：连续运行两次，文件逐字节相同。
+
+    python tools/execute_notebooks.py                     # 执行 _toc.yml 里的全部笔记本
+    python tools/execute_notebooks.py chapters/ch05.ipynb # 只执行指定的笔记本
+
+与 ``jupyter nbconvert --execute --inplace`` 的区别：
+- 不记录执行时间（``record_timing=False``），单元格元数据里没有时间戳；
+- 保存 ipywidgets 的状态（``store_widget_state=True``），网页里才能显示控件；
+  控件的 model id 每次运行都是随机的，这里按出现顺序换成由笔记本名导出的固定 id；
+- 先把各章的 Colab 安装单元格同步成 ``_config.yml`` 里的仓库地址（见 ``colab_setup.py``）；
+- 元数据里去掉随机器而变的 Python 小版本号；
+- 打印每章的执行秒数，并写入 ``_build/execution_times.json``（附录的执行统计用）。
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from colab_setup import sync_setup_cell  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def toc_notebooks() -> list[Path]:
+    files = re.findall(r"file:\s*([^\s#]+)", (ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    return [ROOT / f"{f}.ipynb" for f in files if (ROOT / f"{f}.ipynb").exists()]
+
+
+def stable_widget_ids(text: str, model_ids: set[str], name: str) -> str:
+    """把随机的控件 model id 按首次出现的顺序换成由笔记本名导出的固定 id。"""
+    mapping: dict[str, str] = {}
+
+    def replace(match: re.Match) -> str:
+        old = match.group(0)
+        if old not in model_ids:  # 不是控件 id 的 32 位十六进制串原样保留
+            return old
+        if old not in mapping:
+            mapping[old] = hashlib.md5(f"{name}:{len(mapping)}".encode()).hexdigest()
+        return mapping[old]
+
+    return MODEL_ID.sub(replace, text)
+
+
+def execute(path: Path) -> float:
+    nb = nbformat.read(path, as_version=4)
+    sync_setup_cell(nb)
+    start = time.perf_counter()
+    client = NotebookClient(
+        nb,
+        timeout=900,
+        kernel_name="python3",
+        record_timing=False,
+        store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    seconds = time.perf_counter() - start
+    nb.metadata.get("language_info", {}).pop("version", None)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    text = nbformat.writes(nb) + "\n"
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    if state.get("state"):  # 只有用到控件的笔记本才有随机 id 要换
+        text = stable_widget_ids(text, set(state["state"]), path.stem)
+    path.write_text(text, encoding="utf-8")
+    return seconds
+
+
+def main(argv: list[str]) -> None:
+    paths = [Path(a).resolve() for a in argv] or toc_notebooks()
+    times_file = ROOT / "_build" / "execution_times.json"
+    times = json.loads(times_file.read_text()) if times_file.exists() else {}
+    for path in paths:
+        seconds = execute(path)
+        times[path.relative_to(ROOT).as_posix()] = round(seconds, 1)
+        print(f"{path.relative_to(ROOT)}: {seconds:.1f} s", flush=True)
+    times_file.parent.mkdir(exist_ok=True)
+    times_file.write_text(json.dumps(times, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
