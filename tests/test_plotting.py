@@ -21,8 +21,10 @@ def _render(fig) -> None:
 
 def test_font_file_and_licence_ship_with_the_package():
     assert plotting.FONT_PATH.is_file()
-    assert (plotting.FONT_PATH.parent / "OFL.txt").read_text().startswith(
-        "This Font Software is licensed under the SIL Open Font License"
+    assert (
+        (plotting.FONT_PATH.parent / "OFL.txt")
+        .read_text()
+        .startswith("This Font Software is licensed under the SIL Open Font License")
     )
 
 
@@ -50,7 +52,9 @@ def test_without_the_font_the_same_figure_warns():
 
 
 def test_heatmap_labels_and_bad_shapes():
-    image = plotting.plot_heatmap(torch.rand(2, 3), ["查询一", "查询二"], list("键值对"), annotate=True)
+    image = plotting.plot_heatmap(
+        torch.rand(2, 3), ["查询一", "查询二"], list("键值对"), annotate=True
+    )
     ax = image.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == ["查询一", "查询二"]
     with warnings.catch_warnings():

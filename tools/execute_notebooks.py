@@ -66,7 +66,11 @@ def execute(path: Path) -> float:
     client.execute()
     seconds = time.perf_counter() - start
     nb.metadata.get("language_info", {}).pop("version", None)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
     text = nbformat.writes(nb) + "\n"
     state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
     if state.get("state"):  # 只有用到控件的笔记本才有随机 id 要换

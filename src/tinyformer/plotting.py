@@ -77,17 +77,25 @@ def plot_heatmap(
         if labels is None:
             continue
         if len(labels) != n:
-            raise ValueError(f"{axis} labels must have {n} entries to match matrix, got {len(labels)}")
+            raise ValueError(
+                f"{axis} labels must have {n} entries to match matrix, got {len(labels)}"
+            )
         if axis == "y":
             ax.set_yticks(range(n), labels)
         else:
-            ax.set_xticks(range(n), labels, rotation=90 if max(map(len, map(str, labels)), default=0) > 3 else 0)
+            ax.set_xticks(
+                range(n),
+                labels,
+                rotation=90 if max(map(len, map(str, labels)), default=0) > 3 else 0,
+            )
     if annotate:
         mid = (data.max() + data.min()) / 2
         for i in range(data.shape[0]):
             for j in range(data.shape[1]):
                 color = "black" if data[i, j] > mid else "white"
-                ax.text(j, i, fmt.format(data[i, j]), ha="center", va="center", color=color, fontsize=8)
+                ax.text(
+                    j, i, fmt.format(data[i, j]), ha="center", va="center", color=color, fontsize=8
+                )
     if title:
         ax.set_title(title)
     if xlabel:
@@ -100,7 +108,13 @@ def plot_heatmap(
 
 
 # 架构图的方框：(x 中心, y 中心, 文字, 颜色)。编码器在左、解码器在右，从下往上数据流动。
-_ARCH_COLORS = {"emb": "#fde2c8", "attn": "#fbd3d3", "norm": "#fff3b0", "ffn": "#cfe8fc", "out": "#dcd3f5"}
+_ARCH_COLORS = {
+    "emb": "#fde2c8",
+    "attn": "#fbd3d3",
+    "norm": "#fff3b0",
+    "ffn": "#cfe8fc",
+    "out": "#dcd3f5",
+}
 _ENCODER = [
     (2.0, 0.6, "源语言词元 ids  (B, S)", None),
     (2.0, 1.6, "词嵌入 × √C  +  位置编码", "emb"),
@@ -138,27 +152,60 @@ def draw_architecture(ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(8.6, 9.2))
     for column in (_ENCODER, _DECODER):
-        for (x, y, text, color), (_, y_next, _, _) in zip(column, column[1:] + [column[-1]]):
+        for (x, y, text, color), (_, y_next, _, _) in zip(column, column[1:] + [column[-1]], strict=True):
             width, height = 3.4, 0.7
             ax.add_patch(
                 FancyBboxPatch(
-                    (x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0.02,rounding_size=0.12",
-                    facecolor=_ARCH_COLORS.get(color, "white"), edgecolor="#444444", linewidth=1,
+                    (x - width / 2, y - height / 2),
+                    width,
+                    height,
+                    boxstyle="round,pad=0.02,rounding_size=0.12",
+                    facecolor=_ARCH_COLORS.get(color, "white"),
+                    edgecolor="#444444",
+                    linewidth=1,
                 )
             )
             ax.text(x, y, text, ha="center", va="center", fontsize=9)
             if y_next > y:
-                ax.add_patch(FancyArrowPatch((x, y + height / 2), (x, y_next - height / 2), arrowstyle="-|>",
-                                             mutation_scale=12, color="#444444"))
+                ax.add_patch(
+                    FancyArrowPatch(
+                        (x, y + height / 2),
+                        (x, y_next - height / 2),
+                        arrowstyle="-|>",
+                        mutation_scale=12,
+                        color="#444444",
+                    )
+                )
     # 两个 “× N 层” 的框
     for x, y0, y1, label in ((2.0, 2.45, 6.5, "编码器层 × N"), (6.4, 2.45, 8.5, "解码器层 × N")):
-        ax.add_patch(FancyBboxPatch((x - 2.0, y0), 4.0, y1 - y0, boxstyle="round,pad=0.05", fill=False,
-                                    linestyle="--", edgecolor="#888888"))
+        ax.add_patch(
+            FancyBboxPatch(
+                (x - 2.0, y0),
+                4.0,
+                y1 - y0,
+                boxstyle="round,pad=0.05",
+                fill=False,
+                linestyle="--",
+                edgecolor="#888888",
+            )
+        )
         ax.text(x - 1.95, y1 + 0.05, label, ha="left", va="bottom", fontsize=9, color="#555555")
     # 编码器输出（memory, 形状 (B, S, C)）送进每个解码器层的交叉注意力
     ax.plot([2.0, 2.0, 4.3, 4.3], [6.35, 6.85, 6.85, 5.0], color="#c0392b", linewidth=1.2)
-    ax.add_patch(FancyArrowPatch((4.3, 5.0), (4.7, 5.0), arrowstyle="-|>", mutation_scale=12, color="#c0392b"))
-    ax.text(2.1, 6.95, "编码器输出 memory (B, S, C)", ha="center", va="bottom", fontsize=9, color="#c0392b")
+    ax.add_patch(
+        FancyArrowPatch(
+            (4.3, 5.0), (4.7, 5.0), arrowstyle="-|>", mutation_scale=12, color="#c0392b"
+        )
+    )
+    ax.text(
+        2.1,
+        6.95,
+        "编码器输出 memory (B, S, C)",
+        ha="center",
+        va="bottom",
+        fontsize=9,
+        color="#c0392b",
+    )
     ax.text(8.35, 1.6, "(B, T, C)", ha="left", va="center", fontsize=8, color="#555555")
     ax.text(0.05, 1.6, "(B, S, C)", ha="right", va="center", fontsize=8, color="#555555")
     ax.set_xlim(-0.9, 9.3)

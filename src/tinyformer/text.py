@@ -87,7 +87,9 @@ class Vocab:
                     "tokenize it first (tokenize_zh / tokenize_en)"
                 )
             counts.update(sentence)
-        ordered = sorted(counts, key=lambda tok: -counts[tok])  # sorted 是稳定的：同频保持首次出现顺序
+        ordered = sorted(
+            counts, key=lambda tok: -counts[tok]
+        )  # sorted 是稳定的：同频保持首次出现顺序
         self.itos: list[str] = list(SPECIAL_TOKENS) + [
             tok for tok in ordered if counts[tok] >= min_freq and tok not in SPECIAL_TOKENS
         ]
@@ -104,10 +106,14 @@ class Vocab:
     def __contains__(self, token: str) -> bool:
         return token in self.stoi
 
-    def encode(self, tokens: Sequence[str], add_bos: bool = False, add_eos: bool = False) -> list[int]:
+    def encode(
+        self, tokens: Sequence[str], add_bos: bool = False, add_eos: bool = False
+    ) -> list[int]:
         """词元 → 编号；未登录词变成 ``<unk>`` 的编号。"""
         if isinstance(tokens, str):
-            raise TypeError(f"tokens must be a list of tokens, not the str {tokens!r}; tokenize it first")
+            raise TypeError(
+                f"tokens must be a list of tokens, not the str {tokens!r}; tokenize it first"
+            )
         ids = [self.stoi.get(tok, self.unk_id) for tok in tokens]
         return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
 

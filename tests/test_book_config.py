@@ -1,0 +1,99 @@
+"""书的配置：仓库地址只有一个出处，启动按钮、各章的 Colab 安装单元格、README 都与它一致。"""
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+
+
+def _load_tool(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+colab_setup = _load_tool("colab_setup")
+readme_commands = _load_tool("readme_commands")
+TOC_FILES = re.findall(r"file:\s*([^\s#]+)", (ROOT / "_toc.yml").read_text(encoding="utf-8"))
+ROOT_FILE = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
+NOTEBOOKS = sorted(
+    ROOT / f"{f}.ipynb" for f in [ROOT_FILE, *TOC_FILES] if (ROOT / f"{f}.ipynb").exists()
+)
+
+
+def test_toc_entries_exist():
+    for name in [ROOT_FILE, *TOC_FILES]:
+        assert any((ROOT / f"{name}{ext}").exists() for ext in (".ipynb", ".md")), name
+
+
+def test_launch_buttons_and_language():
+    url, branch = colab_setup.repository()
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url)
+    assert branch == "main"
+    buttons = CONFIG["launch_buttons"]
+    assert buttons["binderhub_url"] == "https://mybinder.org"
+    assert buttons["colab_url"] == "https://colab.research.google.com"
+    assert buttons["thebe"] is True
+    sphinx = CONFIG["sphinx"]
+    # 没有 recursive_update，sphinx.config 里的字典会替换掉 Jupyter Book 自己的，启动按钮就悄悄消失了
+    assert sphinx["recursive_update"] is True
+    assert sphinx["config"]["language"] == "zh_CN"
+    assert CONFIG["execute"]["execute_notebooks"] == "off"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_starts_with_the_configured_colab_cell(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    first = nb["cells"][0]
+    assert first["cell_type"] == "code"
+    assert "".join(first["source"]) == colab_setup.setup_source()
+    assert "remove-cell" in first["metadata"]["tags"]
+    assert first["outputs"] == []  # 不在 Colab 时它什么也不做
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_clean_and_ignored_outputs_say_why(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert "version" not in nb["metadata"].get("language_info", {})
+    for i, cell in enumerate(nb["cells"]):
+        assert "execution" not in cell.get("metadata", {}), f"cell {i} has execution timestamps"
+        if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
+            first_line = "".join(cell["source"]).splitlines()[0]
+            assert first_line.startswith("#") and "nbval" in first_line, (
+                f"cell {i}: say why output is not checked"
+            )
+
+
+def test_every_github_link_points_at_the_configured_repository():
+    url, _ = colab_setup.repository()
+    texts = [ROOT / "README.md", *NOTEBOOKS, ROOT / "binder" / "requirements.txt"]
+    for path in texts:
+        for link in re.findall(
+            r"https://(?:github\.com|colab\.research\.google\.com/github)/[\w./@-]+",
+            path.read_text(),
+        ):
+            repo = re.sub(
+                r"^https://colab\.research\.google\.com/github", "https://github.com", link
+            )
+            assert repo.startswith(url + "/") or repo.startswith(url + "@") or repo == url, (
+                path.name,
+                link,
+            )
+
+
+def test_ci_runs_the_readme_commands():
+    commands = readme_commands.readme_commands()
+    assert commands == ["python3 tasks.py book", "python3 tasks.py test"]
+    assert "tools/readme_commands.py" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_binder_pins_the_same_torch_as_requirements():
+    pin = re.search(r"^torch==([\d.]+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+    assert f"torch=={pin}+cpu" in (ROOT / "binder" / "requirements.txt").read_text()
