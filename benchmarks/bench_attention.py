@@ -1,0 +1,129 @@
+"""多头注意力的前向 + 反向耗时：tinyformer vs torch.nn.MultiheadAttention（CPU）。
+
+运行：``.venv/bin/python benchmarks/bench_attention.py [--repeats 30] [--threads N]``
+
+公平起见：
+
+- 两边权重相同（``copy_from_torch``），输入相同，都在训练模式（dropout=0）下做前向 + 反向，
+  反向都从输出 ``out.sum()`` 开始。
+- torch 默认把注意力权重在 H 个头上取平均（``average_attn_weights=True``），返回 (B, T, S)；
+  我们返回每个头的 (B, H, T, S)，所以计时的代码里我们也做 ``weights.mean(dim=1)``，
+  两边交出的是同一个张量（下面用 allclose 检查）。
+- 各种情形在每一轮里交替运行（interleaved），先预热，再取 N 轮的中位数，
+  这样机器负载的波动对各情形的影响相同。
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from tinyformer import MultiHeadAttention, causal_mask, copy_from_torch
+
+B, T, C, H = 16, 128, 256, 8
+
+
+def _cases(ours, theirs, mask):
+    """情形名 -> 函数（返回 (输出, 平均后的权重或 None)）。mask 是我们的约定（True = 可以关注）。"""
+    torch_mask = None if mask is None else ~mask  # torch.nn.MultiheadAttention：True = 不许关注
+
+    def ours_weights(x):
+        out, weights = ours(x, x, x, mask=mask, need_weights=True)
+        return out, weights.mean(dim=1)  # (B, H, T, S) -> (B, T, S)，与 torch 的默认相同
+
+    def torch_weights(x):
+        return theirs(x, x, x, attn_mask=torch_mask, need_weights=True)
+
+    def ours_fused(x):
+        return ours(x, x, x, mask=mask, need_weights=False)
+
+    def torch_fused(x):
+        return theirs(x, x, x, attn_mask=torch_mask, need_weights=False)
+
+    return {
+        "ours  need_weights=True ": ours_weights,
+        "torch need_weights=True ": torch_weights,
+        "ours  need_weights=False": ours_fused,
+        "torch need_weights=False": torch_fused,
+    }
+
+
+def _step(function, x):
+    """一次前向 + 反向，返回耗时（秒）。"""
+    x.grad = None
+    start = time.perf_counter()
+    out, _ = function(x)
+    out.sum().backward()
+    return time.perf_counter() - start
+
+
+def _check_outputs(cases, x):
+    with torch.no_grad():
+        results = {name: function(x) for name, function in cases.items()}
+    (ow, oww), (tw, tww), (of, _), (tf, _) = results.values()
+    checks = {
+        "ours == torch (output, weights path)": torch.allclose(ow, tw, atol=1e-5),
+        "ours == torch (averaged weights)": torch.allclose(oww, tww, atol=1e-6),
+        "ours fused == ours weights path": torch.allclose(of, ow, atol=1e-5),
+        "ours fused == torch need_weights=False": torch.allclose(of, tf, atol=1e-5),
+    }
+    for name, ok in checks.items():
+        print(f"  allclose  {name:<42} {ok}")
+    assert all(checks.values()), "outputs differ"
+
+
+def run(mask_name: str, repeats: int, warmup: int) -> dict[str, float]:
+    torch.manual_seed(0)
+    theirs = torch.nn.MultiheadAttention(C, H, batch_first=True)
+    ours = copy_from_torch(MultiHeadAttention(C, H), theirs)
+    mask = causal_mask(T) if mask_name == "causal" else None
+    x = torch.randn(B, T, C, requires_grad=True)
+    cases = _cases(ours, theirs, mask)
+
+    print(f"\nmask={mask_name}")
+    _check_outputs(cases, x)
+    for _ in range(warmup):
+        for function in cases.values():
+            _step(function, x)
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name, function in cases.items():  # 交替运行
+            times[name].append(_step(function, x))
+    medians = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+
+    print(f"  {'case':<26}{'median ms':>10}")
+    for name, ms in medians.items():
+        print(f"  {name:<26}{ms:>10.2f}")
+    names = list(medians)
+    ratios = {
+        "ours / torch   (weights, averaged)": medians[names[0]] / medians[names[1]],
+        "ours fused / ours weights": medians[names[2]] / medians[names[0]],
+        "ours fused / torch need_weights=False": medians[names[2]] / medians[names[3]],
+    }
+    for name, ratio in ratios.items():
+        print(f"  ratio  {name:<40}{ratio:>6.2f}x")
+    return ratios
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    args = parser.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    print(
+        f"torch {torch.__version__}, CPU, threads={torch.get_num_threads()}, "
+        f"B={B} T={T} C={C} H={H}, forward + backward, median of {args.repeats}"
+    )
+    ratios = [run(mask_name, args.repeats, args.warmup) for mask_name in ("none", "causal")]
+    worst = max(r["ours / torch   (weights, averaged)"] for r in ratios)
+    print(f"\nworst ours/torch ratio with weights: {worst:.2f}x (goal <= 1.25x)")
+
+
+if __name__ == "__main__":
+    main()

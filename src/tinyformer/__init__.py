@@ -1,0 +1,75 @@
+"""tinyformer：《动手实现 Transformer》一书所用的小型 PyTorch 包。
+
+每个概念一个模块，从上往下读即可；各模块开头写明讲解它的章节。全书批量维在前，
+形状注释统一用这些字母：
+
+====  ==============================================
+字母  含义
+====  ==============================================
+B     批量大小（batch）
+T     目标序列/当前序列长度（查询的个数）
+S     源序列长度（键、值的个数）
+C     模型维数 d_model
+H     头数 num_heads
+D     每个头的维数 D = C // H
+V     词表大小 vocab_size
+====  ==============================================
+
+掩码约定：bool 张量，**True 表示"可以关注"**（与 ``F.scaled_dot_product_attention`` 相同）。
+
+例子::
+
+    >>> import torch
+    >>> import tinyformer as tf
+    >>> config = tf.GPTConfig(vocab_size=10, max_len=8, d_model=16, num_heads=4, num_layers=1)
+    >>> tf.GPT(config)(torch.tensor([[1, 2, 3]])).shape  # (B, T) -> (B, T, V)
+    torch.Size([1, 3, 10])
+"""
+
+from .attention import MultiHeadAttention, ScaledDotProductAttention, scaled_dot_product_attention
+from .cache import KVCache
+from .device import default_device
+from .embedding import TokenEmbedding
+from .feedforward import NewGELU, PositionWiseFFN
+from .gpt import GPT, GPTConfig
+from .interop import copy_from_torch
+from .layers import DecoderLayer, EncoderLayer
+from .masks import causal_mask, padding_mask
+from .model import Transformer, TransformerConfig
+from .normalization import LayerNorm
+from .positional import PositionalEncoding, shift_matrix, sinusoidal_encoding
+from .text import Vocab, tokenize_en, tokenize_zh
+
+__all__ = [
+    # 第 1、2 章：文本与词嵌入
+    "tokenize_zh",
+    "tokenize_en",
+    "Vocab",
+    "TokenEmbedding",
+    # 第 3、4 章：位置编码
+    "sinusoidal_encoding",
+    "PositionalEncoding",
+    "shift_matrix",
+    # 第 5 章：掩码与注意力
+    "causal_mask",
+    "padding_mask",
+    "scaled_dot_product_attention",
+    "ScaledDotProductAttention",
+    "MultiHeadAttention",
+    # 第 6 章：层归一化与前馈网络
+    "LayerNorm",
+    "PositionWiseFFN",
+    "NewGELU",
+    # 第 7 章：编码器层、解码器层、GPT
+    "EncoderLayer",
+    "DecoderLayer",
+    "GPTConfig",
+    "GPT",
+    # 第 8 章：完整模型与增量解码
+    "TransformerConfig",
+    "Transformer",
+    "KVCache",
+    # 工具
+    "default_device",
+    "copy_from_torch",
+]

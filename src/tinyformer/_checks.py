@@ -1,0 +1,158 @@
+"""参数检查：每条规则只写一次，各模块共用（不属于任何一章，供全书的模块调用）。
+
+出错时抛出 ``ValueError``/``TypeError``，消息里写明参数名、它的值和规则，例如
+``d_model must be divisible by num_heads, got d_model=10, num_heads=3``。
+这样读者看到的是"哪里错了、该怎么改"，而不是 torch 深处一个看不懂的 IndexError。
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+
+def _is_int(value) -> bool:
+    # bool 是 int 的子类，但 True 不是一个合理的"大小"
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_positive_int(name: str, value) -> None:
+    """``value`` 必须是正整数（层数、维度、词表大小……）。"""
+    if not _is_int(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {name}={value!r}")
+
+
+def check_int(name: str, value, minimum: int | None = None) -> None:
+    """``value`` 必须是整数；给了 ``minimum`` 时还必须不小于它。"""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an integer, got {name}={value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {name}={value}")
+
+
+def check_positive_float(name: str, value) -> None:
+    """``value`` 必须是正实数（温度、eps、位置编码的底数……）。"""
+    if not _is_real(value) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {name}={value!r}")
+
+
+def check_dropout(name: str, value) -> None:
+    """丢弃概率必须在 [0, 1) 内：p=1 会把一切都丢掉。"""
+    if not _is_real(value) or not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {name}={value!r}")
+
+
+def check_bool(name: str, value) -> None:
+    """开关参数必须是真正的 ``bool``（避免 ``norm_first="False"`` 这种字符串被当成真）。"""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {name}={value!r}")
+
+
+def check_instance(name: str, value, cls: type, allow_none: bool = False) -> None:
+    """``value`` 必须是 ``cls`` 的实例（``allow_none`` 时也可以是 ``None``）。"""
+    if (value is None and allow_none) or isinstance(value, cls):
+        return
+    expected = cls.__name__ + (" or None" if allow_none else "")
+    raise TypeError(f"{name} must be a {expected}, got {type(value).__name__}")
+
+
+def check_divisible(name: str, value: int, divisor_name: str, divisor: int) -> None:
+    """``value`` 必须能被 ``divisor`` 整除，例如 d_model 与 num_heads。"""
+    if value % divisor != 0:
+        raise ValueError(
+            f"{name} must be divisible by {divisor_name}, "
+            f"got {name}={value}, {divisor_name}={divisor}"
+        )
+
+
+def check_choice(name: str, value, allowed: Sequence[str]) -> None:
+    """``value`` 必须是 ``allowed`` 中的一个；消息里列出全部允许值。"""
+    if value not in allowed:
+        choices = ", ".join(repr(a) for a in allowed)
+        raise ValueError(f"{name} must be one of {choices}, got {name}={value!r}")
+
+
+def check_tensor(name: str, x, layout: str, d_model: int | None = None) -> None:
+    """``x`` 必须是张量，维数与 ``layout`` 一致；给了 ``d_model`` 时最后一维必须等于它。
+
+    ``layout`` 如 ``"(B, T, C)"`` 要求恰好 3 维；``"(..., T, D)"`` 要求至少 2 维。
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape {layout}, got {type(x).__name__}")
+    letters = layout.strip("()").split(", ")
+    if letters[0] == "...":
+        wrong = x.ndim < len(letters) - 1
+    else:
+        wrong = x.ndim != len(letters)
+    if wrong:
+        raise ValueError(f"{name} must have shape {layout}, got shape {tuple(x.shape)}")
+    if d_model is not None and x.shape[-1] != d_model:
+        raise ValueError(
+            f"last dimension of {name} must equal d_model={d_model}, got shape {tuple(x.shape)}"
+        )
+
+
+def check_indices(name: str, ids: Tensor, size: int, size_name: str) -> None:
+    """编号必须是整数张量，且每个值都在 [0, size) 内；消息给出第一个越界的值。
+
+    词元编号（size 是 vocab_size）和缓存重排的行号（size 是批量大小）都用它检查。
+    """
+    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor, got dtype={ids.dtype}")
+    outside = (ids < 0) | (ids >= size)
+    if outside.any():
+        bad = ids[outside][0].item()
+        raise ValueError(f"{name} must be in [0, {size_name}) = [0, {size}), got {bad}")
+
+
+def check_fits(what: str, length: int, max_len: int) -> None:
+    """序列（连同偏移或已缓存的位置）不能超过位置表的长度 max_len；``what`` 写明长度怎么算出来的。"""
+    if length > max_len:
+        raise ValueError(f"{what} = {length} must be <= max_len={max_len}")
+
+
+def check_key_value(key: Tensor, value: Tensor) -> None:
+    """键和值一一对应：长度 S（倒数第二维）必须相同。"""
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            "key and value must have the same length S (dim -2), "
+            f"got key shape {tuple(key.shape)}, value shape {tuple(value.shape)}"
+        )
+
+
+def check_mask(name: str, mask, shape: Sequence[int], ndims: Sequence[int]) -> None:
+    """掩码必须是 bool 张量（True = 可以关注），能广播到注意力分数的形状 ``shape``。
+
+    为了不让错误的掩码被"悄悄地"广播（例如直接传入 (B, S) 的填充掩码），这里要求：
+    维数属于 ``ndims``；从右往左对齐后每一维要么等于 ``shape`` 的对应维，要么是 1；
+    最后一维必须恰好是 S（键的个数），不能是 1。
+    """
+    if mask is None:
+        return
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        got = f"dtype={mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(
+            f"{name} must be a bool tensor (True = may attend), got {got}; "
+            "convert with mask.bool() or build it with causal_mask / padding_mask"
+        )
+    expected = tuple(shape[-mask.ndim :]) if mask.ndim <= len(shape) else None
+    fits = (
+        mask.ndim in ndims
+        and expected is not None
+        and mask.shape[-1] == expected[-1]
+        and all(m in (1, e) for m, e in zip(mask.shape, expected, strict=True))
+    )
+    if not fits:
+        allowed = " or ".join(str(n) for n in ndims)
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} does not fit the attention scores of shape "
+            f"{tuple(shape)}: it needs {allowed} dimensions, each equal to the scores' dimension "
+            "or 1 (aligned from the right), and the last one exactly S; "
+            "a padding mask must have shape (B, 1, 1, S), see padding_mask"
+        )

@@ -1,0 +1,200 @@
+r"""只有解码器的因果语言模型（GPT 式）（第 7 章 编码器与解码器 讲解）。
+
+GPT 的块 = 自注意力 + 前馈网络，自注意力带因果掩码，没有交叉注意力——这正是
+:class:`~tinyformer.EncoderLayer` 加上因果掩码，所以这里直接复用它。
+和 GPT-2 一样：学到的位置嵌入、pre-LN、NewGELU、末尾再加一个 LayerNorm、输出层与词嵌入共享权重。
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ._checks import (
+    check_bool,
+    check_choice,
+    check_divisible,
+    check_dropout,
+    check_fits,
+    check_instance,
+    check_positive_float,
+    check_positive_int,
+    check_tensor,
+)
+from .cache import KVCache
+from .embedding import TokenEmbedding
+from .feedforward import ACTIVATIONS
+from .layers import EncoderLayer
+from .masks import causal_mask
+from .normalization import LayerNorm
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """GPT 式语言模型的超参数（默认值是一个能在 CPU 上训练的小模型）。
+
+    参数:
+        vocab_size: 词表大小 V。
+        max_len: 最长序列（位置嵌入表的行数，默认 256）。
+        d_model: 模型维数 C（默认 128）。
+        num_heads: 头数 H（默认 4），须整除 d_model。
+        num_layers: 块数（默认 4）。
+        d_ff: 前馈网络隐藏层维数（默认 ``None``，即 4·d_model）。
+        dropout: 丢弃概率（默认 0.0）。
+        activation: 默认 ``"gelu_tanh"``（GPT-2 的 NewGELU），也可以是 ``"relu"``、``"gelu"``。
+        norm_first: 默认 ``True``（pre-LN，GPT-2）。
+        tie_weights: 输出层是否与词嵌入共享权重（默认 ``True``）。
+
+    例子::
+
+        >>> from tinyformer import GPTConfig
+        >>> GPTConfig(vocab_size=100, d_model=32).d_ff  # 默认 4·d_model
+        128
+    """
+
+    vocab_size: int
+    max_len: int = 256
+    d_model: int = 128
+    num_heads: int = 4
+    num_layers: int = 4
+    d_ff: int | None = None
+    dropout: float = 0.0
+    activation: str = "gelu_tanh"
+    norm_first: bool = True
+    tie_weights: bool = True
+
+    def __post_init__(self):
+        for name in ("vocab_size", "max_len", "d_model", "num_heads", "num_layers"):
+            check_positive_int(name, getattr(self, name))
+        check_divisible("d_model", self.d_model, "num_heads", self.num_heads)
+        if self.d_ff is None:
+            # frozen 的数据类不能直接赋值，__post_init__ 里补默认值要用 object.__setattr__
+            object.__setattr__(self, "d_ff", 4 * self.d_model)
+        check_positive_int("d_ff", self.d_ff)
+        check_dropout("dropout", self.dropout)
+        check_choice("activation", self.activation, ACTIVATIONS)
+        check_bool("norm_first", self.norm_first)
+        check_bool("tie_weights", self.tie_weights)
+
+
+class GPT(nn.Module):
+    r"""只有解码器的因果语言模型：根据前面的词元预测下一个词元。
+
+    .. math::
+
+        h_0 = E[x] + P[0..T-1], \quad h_l = \mathrm{Block}_l(h_{l-1}),\quad
+        \mathrm{logits} = \mathrm{LN}(h_L)\, W_{out}^\top
+
+    词嵌入不乘 √C（GPT-2 也不乘）；位置用 **学到的** 位置嵌入 P（``nn.Embedding(max_len, C)``，
+    GPT-2 的做法），所以序列不能超过 max_len。``tie_weights=True`` 时 :math:`W_{out} = E`。
+    初始化同 GPT-2：线性层和嵌入的权重 ~ N(0, 0.02²)，偏置为 0，LayerNorm 的 γ=1、β=0。
+    ``norm_first=False`` 时没有末尾的 LayerNorm（post-LN 的每层已以 LayerNorm 结尾）。
+
+    参数:
+        config: :class:`GPTConfig`。
+
+    方法:
+        - ``forward(ids, cache=None)`` -> logits (B, T, V)。``cache`` 为
+          :class:`~tinyformer.KVCache` 时 ``ids`` 只需是新词元，位置从缓存长度接着数。
+        - ``generate(ids, max_new_tokens, temperature=1.0, top_k=None, greedy=False,
+          generator=None)`` -> (B, T + max_new_tokens)：先把整段提示送入（填满缓存），
+          之后每步只送入上一步生成的词元。``greedy=True`` 取概率最大的词元；否则从
+          softmax(logits / temperature) 中采样，``top_k`` 只保留概率最大的 k 个，
+          ``generator`` 是 ``torch.Generator``，让采样可复现。要求 T + max_new_tokens <= max_len。
+          不计算梯度；有 dropout 时请先 ``model.eval()``。
+
+    形状:
+        - ids: (B, T)，整数编号
+        - 输出: (B, T, V)
+
+    例子::
+
+        >>> import torch
+        >>> from tinyformer import GPT, GPTConfig
+        >>> model = GPT(GPTConfig(vocab_size=50, max_len=16, d_model=16, num_heads=4, num_layers=2))
+        >>> ids = torch.tensor([[1, 2, 3], [4, 5, 6]])
+        >>> model(ids).shape
+        torch.Size([2, 3, 50])
+        >>> model.generate(ids, max_new_tokens=4, greedy=True).shape
+        torch.Size([2, 7])
+    """
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        check_instance("config", config, GPTConfig)
+        self.config = c = config
+        self.token_embedding = TokenEmbedding(c.vocab_size, c.d_model, scale=False)
+        self.position_embedding = nn.Embedding(c.max_len, c.d_model)  # 学到的位置嵌入
+        self.dropout = nn.Dropout(c.dropout)
+        self.layers = nn.ModuleList(
+            [
+                EncoderLayer(c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
+                for _ in range(c.num_layers)
+            ]
+        )
+        self.final_norm = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)  # W_out: C -> V
+
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+        if c.tie_weights:
+            self.lm_head.weight = self.token_embedding.embedding.weight  # 同一个 (V, C) 参数
+
+    def forward(self, ids: Tensor, cache: KVCache | None = None) -> Tensor:
+        check_tensor("ids", ids, "(B, T)")
+        check_instance("cache", cache, KVCache, allow_none=True)
+        B, T = ids.shape
+        # 已缓存的位置数：新词元从这个位置接着数（没有缓存时为 0）
+        start = 0 if cache is None else cache.length(self.layers[0].self_attn)
+        check_fits(f"T + cached length = {T} + {start}", T + start, self.config.max_len)
+        positions = torch.arange(start, start + T, device=ids.device)  # (T,)
+        x = self.token_embedding(ids) + self.position_embedding(positions)  # (B, T, C) + (T, C)
+        x = self.dropout(x)
+        mask = causal_mask(T, device=ids.device, start=start)  # (T, start + T)
+        for layer in self.layers:
+            x = layer(x, mask, cache=cache)  # (B, T, C)
+        x = self.final_norm(x)
+        return self.lm_head(x)  # (B, T, C) @ (C, V) -> (B, T, V)
+
+    @torch.no_grad()
+    def generate(
+        self,
+        ids: Tensor,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        greedy: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        check_tensor("ids", ids, "(B, T)")
+        check_positive_int("max_new_tokens", max_new_tokens)
+        check_positive_float("temperature", temperature)
+        if top_k is not None:
+            check_positive_int("top_k", top_k)
+        check_bool("greedy", greedy)
+        check_instance("generator", generator, torch.Generator, allow_none=True)
+        T = ids.shape[1]
+        check_fits(
+            f"T + max_new_tokens = {T} + {max_new_tokens}", T + max_new_tokens, self.config.max_len
+        )
+        cache = KVCache()
+        logits = self(ids, cache=cache)  # 整段提示一次送入：(B, T, V)，缓存里有了 T 个位置
+        for step in range(max_new_tokens):
+            next_logits = logits[:, -1] / temperature  # 最后一个位置预测下一个词元：(B, V)
+            if top_k is not None:
+                kth = torch.topk(next_logits, min(top_k, next_logits.shape[-1])).values[:, -1:]
+                next_logits = next_logits.masked_fill(next_logits < kth, float("-inf"))  # (B, V)
+            if greedy:
+                next_id = next_logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+            else:
+                probs = torch.softmax(next_logits, dim=-1)  # (B, V)
+                next_id = torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
+            ids = torch.cat([ids, next_id], dim=1)  # (B, T) -> (B, T + 1)
+            if step + 1 < max_new_tokens:
+                logits = self(next_id, cache=cache)  # 只送入新词元：(B, 1, V)
+        return ids

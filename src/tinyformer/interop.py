@@ -1,0 +1,163 @@
+"""把 torch 自带模块的权重拷进本包的模块（第 5、6、7 章用它证明"我们的实现与 torch 相同"）。
+
+两边参数布局不同的地方：
+
+- ``torch.nn.MultiheadAttention`` 把 W^Q、W^K、W^V 竖着拼成一个 ``in_proj_weight``，形状 (3C, C)，
+  偏置拼成 ``in_proj_bias`` (3C,)；本包为了好读分成 ``q_proj``、``k_proj``、``v_proj`` 三个线性层。
+- ``torch.nn.TransformerDecoderLayer`` 的交叉注意力叫 ``multihead_attn``，本包叫 ``cross_attn``；
+  torch 层里的 ``linear1``/``linear2`` 在本包放在 ``ffn`` 里。
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention
+from .layers import DecoderLayer, EncoderLayer
+from .normalization import LayerNorm
+
+
+def _copy_tensor(name: str, ours: Tensor | None, theirs: Tensor | None) -> None:
+    if (ours is None) != (theirs is None):
+        raise ValueError(
+            f"{name}: one side has it and the other does not "
+            f"(ours: {'present' if ours is not None else 'None'}, "
+            f"torch: {'present' if theirs is not None else 'None'}); check bias=..."
+        )
+    if ours is None:
+        return
+    if ours.shape != theirs.shape:
+        raise ValueError(
+            f"{name}: shape mismatch, ours {tuple(ours.shape)} vs torch {tuple(theirs.shape)}"
+        )
+    ours.copy_(theirs)
+
+
+def _copy_linear(name: str, ours: nn.Linear, theirs: nn.Linear) -> None:
+    _copy_tensor(f"{name}.weight", ours.weight, theirs.weight)
+    _copy_tensor(f"{name}.bias", ours.bias, theirs.bias)
+
+
+def _same(name: str, ours, theirs) -> None:
+    if ours != theirs:
+        raise ValueError(f"{name} differs: ours has {name}={ours!r}, torch has {name}={theirs!r}")
+
+
+def _copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention, name="attention"):
+    if not theirs.batch_first:
+        raise ValueError(
+            f"{name}: torch.nn.MultiheadAttention must have batch_first=True "
+            "(this package is batch-first everywhere), got batch_first=False"
+        )
+    if not theirs._qkv_same_embed_dim or theirs.bias_k is not None or theirs.add_zero_attn:
+        raise ValueError(
+            f"{name}: only torch.nn.MultiheadAttention without kdim/vdim, add_bias_kv and "
+            "add_zero_attn can be copied"
+        )
+    _same(f"{name}.d_model (embed_dim)", ours.d_model, theirs.embed_dim)
+    _same(f"{name}.num_heads", ours.num_heads, theirs.num_heads)
+    # in_proj_weight: (3C, C) = [W^Q; W^K; W^V] 竖着拼；切成三个 (C, C)
+    q_w, k_w, v_w = theirs.in_proj_weight.chunk(3, dim=0)
+    q_b, k_b, v_b = (None,) * 3 if theirs.in_proj_bias is None else theirs.in_proj_bias.chunk(3)
+    _copy_tensor(f"{name}.q_proj.weight", ours.q_proj.weight, q_w)
+    _copy_tensor(f"{name}.k_proj.weight", ours.k_proj.weight, k_w)
+    _copy_tensor(f"{name}.v_proj.weight", ours.v_proj.weight, v_w)
+    _copy_tensor(f"{name}.q_proj.bias", ours.q_proj.bias, q_b)
+    _copy_tensor(f"{name}.k_proj.bias", ours.k_proj.bias, k_b)
+    _copy_tensor(f"{name}.v_proj.bias", ours.v_proj.bias, v_b)
+    _copy_linear(f"{name}.out_proj", ours.out_proj, theirs.out_proj)
+
+
+def _copy_layer_norm(ours: LayerNorm, theirs: nn.LayerNorm, name="norm") -> None:
+    _same(f"{name}.d_model (normalized_shape)", (ours.d_model,), tuple(theirs.normalized_shape))
+    _same(f"{name}.eps", ours.eps, theirs.eps)
+    if not theirs.elementwise_affine:
+        raise ValueError(f"{name}: torch.nn.LayerNorm must have elementwise_affine=True")
+    _copy_tensor(f"{name}.weight", ours.weight, theirs.weight)
+    _copy_tensor(f"{name}.bias", ours.bias, theirs.bias)
+
+
+def _torch_activation_name(activation) -> str:
+    """torch 层里存的激活（函数或模块）对应本包的哪个名字。"""
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        return "relu"
+    if activation is F.gelu:
+        return "gelu"
+    if isinstance(activation, nn.GELU):
+        return "gelu" if activation.approximate == "none" else "gelu_tanh"
+    raise ValueError(f"unsupported torch activation {activation!r}; use relu or gelu")
+
+
+def _copy_layer(ours: EncoderLayer | DecoderLayer, theirs: nn.Module) -> None:
+    """编码器层和解码器层共有的部分：设置检查、自注意力、FFN、norm1、norm2。"""
+    _same("norm_first", ours.norm_first, theirs.norm_first)
+    _same("activation", ours.ffn.activation_name, _torch_activation_name(theirs.activation))
+    _copy_attention(ours.self_attn, theirs.self_attn, "self_attn")
+    _copy_linear("ffn.linear1", ours.ffn.linear1, theirs.linear1)
+    _copy_linear("ffn.linear2", ours.ffn.linear2, theirs.linear2)
+    _copy_layer_norm(ours.norm1, theirs.norm1, "norm1")
+    _copy_layer_norm(ours.norm2, theirs.norm2, "norm2")
+
+
+def _copy_decoder_layer(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer) -> None:
+    _copy_layer(ours, theirs)
+    _copy_attention(ours.cross_attn, theirs.multihead_attn, "cross_attn")
+    _copy_layer_norm(ours.norm3, theirs.norm3, "norm3")
+
+
+# (我们的类, torch 的类) -> 拷贝函数
+_COPIERS = {
+    (MultiHeadAttention, nn.MultiheadAttention): _copy_attention,
+    (LayerNorm, nn.LayerNorm): _copy_layer_norm,
+    (EncoderLayer, nn.TransformerEncoderLayer): _copy_layer,
+    (DecoderLayer, nn.TransformerDecoderLayer): _copy_decoder_layer,
+}
+
+
+def copy_from_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
+    """把 torch 模块 ``theirs`` 的权重拷进本包的模块 ``ours``，使两者计算同一个函数。
+
+    支持的组合（torch 一侧须 ``batch_first=True``，层的 ``norm_first``、激活、尺寸须一致）：
+
+    ==========================  ==========================================
+    ours                        theirs
+    ==========================  ==========================================
+    ``MultiHeadAttention``      ``torch.nn.MultiheadAttention``
+    ``LayerNorm``               ``torch.nn.LayerNorm``
+    ``EncoderLayer``            ``torch.nn.TransformerEncoderLayer``
+    ``DecoderLayer``            ``torch.nn.TransformerDecoderLayer``
+    ==========================  ==========================================
+
+    类型不在表中抛出 ``TypeError``；尺寸、``norm_first``、激活、eps 或偏置不一致抛出
+    ``ValueError``，消息写明哪一项不同。
+
+    参数:
+        ours: 本包的模块（被写入）。
+        theirs: torch 的模块（只读）。
+
+    返回:
+        ``ours`` 本身，方便链式调用。
+
+    例子::
+
+        >>> import torch
+        >>> from tinyformer import MultiHeadAttention
+        >>> from tinyformer.interop import copy_from_torch
+        >>> theirs = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+        >>> ours = copy_from_torch(MultiHeadAttention(16, 4), theirs)
+        >>> x = torch.randn(2, 5, 16)
+        >>> torch.allclose(ours(x, x, x)[0], theirs(x, x, x)[0], atol=1e-6)
+        True
+    """
+    for (our_type, their_type), copy in _COPIERS.items():
+        if isinstance(ours, our_type) and isinstance(theirs, their_type):
+            with torch.no_grad():
+                copy(ours, theirs)
+            return ours
+    pairs = ", ".join(f"{a.__name__} <- torch.nn.{b.__name__}" for a, b in _COPIERS)
+    raise TypeError(
+        f"copy_from_torch cannot copy {type(theirs).__name__} into {type(ours).__name__}; "
+        f"supported pairs: {pairs}"
+    )

@@ -1,0 +1,203 @@
+r"""编码器层与解码器层（第 7 章 编码器与解码器 讲解）。
+
+每个子层（注意力或前馈网络）都包在"残差 + 层归一化"里，有两种放法：
+
+- post-LN（论文原版，``norm_first=False``）：:math:`x = \mathrm{LN}(x + \mathrm{Dropout}(\mathrm{Sublayer}(x)))`
+- pre-LN（GPT-2 等，``norm_first=True``）：:math:`x = x + \mathrm{Dropout}(\mathrm{Sublayer}(\mathrm{LN}(x)))`
+
+dropout 的位置与 ``torch.nn.TransformerEncoderLayer``/``TransformerDecoderLayer`` 完全相同：
+注意力权重上一处（在注意力模块里），FFN 激活之后一处（在 FFN 里），每个子层输出上一处。
+
+把注意力权重留下来画热力图：设 ``layer.need_weights = True``，前向之后读
+``layer.self_attn_weights``（解码器还有 ``layer.cross_attn_weights``），形状 (B, H, T, S)。
+默认 ``False``，走更快的融合注意力，这两个属性为 ``None``。
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from ._checks import check_bool, check_tensor
+from .attention import MultiHeadAttention
+from .cache import KVCache
+from .feedforward import PositionWiseFFN
+from .normalization import LayerNorm
+
+
+class EncoderLayer(nn.Module):
+    r"""编码器层：自注意力 + 前馈网络，各带残差与层归一化。
+
+    .. math::
+
+        \text{post-LN:}\quad x &= \mathrm{LN_1}(x + \mathrm{SelfAttn}(x)),\quad
+            x = \mathrm{LN_2}(x + \mathrm{FFN}(x)) \\
+        \text{pre-LN:}\quad x &= x + \mathrm{SelfAttn}(\mathrm{LN_1}(x)),\quad
+            x = x + \mathrm{FFN}(\mathrm{LN_2}(x))
+
+    给自注意力一个因果掩码，它就是 GPT 的块（自注意力 + FFN，没有交叉注意力），
+    :class:`~tinyformer.GPT` 正是这样用它的；``cache`` 参数只为这种用法而设。
+
+    参数:
+        d_model: 模型维数 C。
+        num_heads: 头数 H。
+        d_ff: 前馈网络隐藏层维数。
+        dropout: 丢弃概率（默认 0.0），位置同 ``torch.nn.TransformerEncoderLayer``。
+        norm_first: ``False``（默认）为 post-LN，``True`` 为 pre-LN。
+        activation: ``"relu"``（默认）、``"gelu"`` 或 ``"gelu_tanh"``。
+
+    ``forward(x, src_mask=None, cache=None)``：``src_mask`` 为 bool，True 表示可以关注，
+    形状 (T|1, S) 或 (B|1, H|1, T|1, S)；``cache`` 见 :class:`~tinyformer.KVCache`。
+
+    形状:
+        - 输入 x: (B, T, C)
+        - 输出: (B, T, C)
+
+    例子::
+
+        >>> import torch
+        >>> from tinyformer import EncoderLayer, padding_mask
+        >>> layer = EncoderLayer(d_model=16, num_heads=4, d_ff=64)
+        >>> ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])
+        >>> layer(torch.randn(2, 5, 16), src_mask=padding_mask(ids, pad_id=0)).shape
+        torch.Size([2, 5, 16])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+    ):
+        super().__init__()
+        check_bool("norm_first", norm_first)
+        self.d_model = d_model
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.ffn = PositionWiseFFN(d_model, d_ff, dropout, activation)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.need_weights = False
+        self.self_attn_weights: Tensor | None = None
+
+    def _self_attention_block(self, x: Tensor, mask: Tensor | None, cache: KVCache | None):
+        y, weights = self.self_attn(x, x, x, mask, need_weights=self.need_weights, cache=cache)
+        self.self_attn_weights = None if weights is None else weights.detach()
+        return self.dropout1(y)
+
+    def forward(
+        self, x: Tensor, src_mask: Tensor | None = None, cache: KVCache | None = None
+    ) -> Tensor:
+        check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+        if self.norm_first:
+            x = x + self._self_attention_block(self.norm1(x), src_mask, cache)
+            x = x + self.dropout2(self.ffn(self.norm2(x)))
+        else:
+            x = self.norm1(x + self._self_attention_block(x, src_mask, cache))
+            x = self.norm2(x + self.dropout2(self.ffn(x)))
+        return x  # (B, T, C)
+
+
+class DecoderLayer(nn.Module):
+    r"""解码器层：掩码自注意力 + 交叉注意力 + 前馈网络，各带残差与层归一化。
+
+    .. math::
+
+        \text{post-LN:}\quad x &= \mathrm{LN_1}(x + \mathrm{SelfAttn}(x)),\
+            x = \mathrm{LN_2}(x + \mathrm{CrossAttn}(x, m)),\ x = \mathrm{LN_3}(x + \mathrm{FFN}(x)) \\
+        \text{pre-LN:}\quad x &= x + \mathrm{SelfAttn}(\mathrm{LN_1}(x)),\
+            x = x + \mathrm{CrossAttn}(\mathrm{LN_2}(x), m),\ x = x + \mathrm{FFN}(\mathrm{LN_3}(x))
+
+    交叉注意力的查询来自解码器，键和值来自编码器的输出 memory（m）。
+
+    参数:
+        d_model: 模型维数 C。
+        num_heads: 头数 H。
+        d_ff: 前馈网络隐藏层维数。
+        dropout: 丢弃概率（默认 0.0），位置同 ``torch.nn.TransformerDecoderLayer``。
+        norm_first: ``False``（默认）为 post-LN，``True`` 为 pre-LN。
+        activation: ``"relu"``（默认）、``"gelu"`` 或 ``"gelu_tanh"``。
+
+    ``forward(x, memory, tgt_mask=None, memory_mask=None, cache=None)``：
+
+    - ``tgt_mask``: 自注意力掩码，通常是 :func:`~tinyformer.causal_mask`（可再 ``&`` 上目标端
+      填充掩码），形状 (T|1, T) 或 (B|1, H|1, T|1, T)；使用缓存时最后一维是缓存后的总长度。
+    - ``memory_mask``: 交叉注意力掩码，通常是源句的 :func:`~tinyformer.padding_mask`，(B, 1, 1, S)。
+    - ``cache``: :class:`~tinyformer.KVCache`；自注意力追加新词元的 K、V，
+      交叉注意力只在第一次计算 memory 的 K、V。
+
+    形状:
+        - 输入 x: (B, T, C)，memory: (B, S, C)
+        - 输出: (B, T, C)
+
+    例子::
+
+        >>> import torch
+        >>> from tinyformer import DecoderLayer, causal_mask
+        >>> layer = DecoderLayer(d_model=16, num_heads=4, d_ff=64, norm_first=True)
+        >>> x, memory = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
+        >>> layer(x, memory, tgt_mask=causal_mask(5)).shape
+        torch.Size([2, 5, 16])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+    ):
+        super().__init__()
+        check_bool("norm_first", norm_first)
+        self.d_model = d_model
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.ffn = PositionWiseFFN(d_model, d_ff, dropout, activation)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+        self.norm3 = LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+        self.need_weights = False
+        self.self_attn_weights: Tensor | None = None
+        self.cross_attn_weights: Tensor | None = None
+
+    # 自注意力子层与编码器层的一模一样（同名的 self_attn、dropout1、need_weights），直接复用
+    _self_attention_block = EncoderLayer._self_attention_block
+
+    def _cross_attention_block(
+        self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: KVCache | None
+    ):
+        y, weights = self.cross_attn(
+            x, memory, memory, mask, need_weights=self.need_weights, cache=cache, static_kv=True
+        )
+        self.cross_attn_weights = None if weights is None else weights.detach()
+        return self.dropout2(y)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+        check_tensor("memory", memory, "(B, S, C)", d_model=self.d_model)
+        if self.norm_first:
+            x = x + self._self_attention_block(self.norm1(x), tgt_mask, cache)
+            x = x + self._cross_attention_block(self.norm2(x), memory, memory_mask, cache)
+            x = x + self.dropout3(self.ffn(self.norm3(x)))
+        else:
+            x = self.norm1(x + self._self_attention_block(x, tgt_mask, cache))
+            x = self.norm2(x + self._cross_attention_block(x, memory, memory_mask, cache))
+            x = self.norm3(x + self.dropout3(self.ffn(x)))
+        return x  # (B, T, C)

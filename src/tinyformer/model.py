@@ -1,0 +1,222 @@
+r"""完整的编码器-解码器 Transformer（第 8 章 完整模型：训练一个中译英模型 讲解）。
+
+源句 → 词嵌入 ×√C + 位置编码 → N 个编码器层 → memory；
+目标句（右移一位）→ 词嵌入 ×√C + 位置编码 → N 个解码器层（看 memory）→ 线性层 → 每个位置的 logits。
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor, nn
+
+from ._checks import (
+    check_bool,
+    check_choice,
+    check_divisible,
+    check_dropout,
+    check_instance,
+    check_int,
+    check_positive_int,
+    check_tensor,
+)
+from .cache import KVCache
+from .embedding import TokenEmbedding
+from .feedforward import ACTIVATIONS
+from .layers import DecoderLayer, EncoderLayer
+from .masks import causal_mask, padding_mask
+from .normalization import LayerNorm
+from .positional import PositionalEncoding
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """编码器-解码器 Transformer 的超参数（默认值是论文的 base 模型）。
+
+    参数:
+        src_vocab_size: 源语言词表大小。
+        tgt_vocab_size: 目标语言词表大小。
+        d_model: 模型维数 C（默认 512）。
+        num_heads: 头数 H（默认 8），须整除 d_model。
+        num_encoder_layers: 编码器层数（默认 6）。
+        num_decoder_layers: 解码器层数（默认 6）。
+        d_ff: 前馈网络隐藏层维数（默认 2048）。
+        dropout: 丢弃概率（默认 0.1）。
+        max_len: 最长序列（位置编码表的行数，默认 512）。
+        norm_first: ``False``（默认）为论文的 post-LN，``True`` 为 pre-LN。
+        activation: ``"relu"``（默认）、``"gelu"`` 或 ``"gelu_tanh"``。
+        tie_output: 输出层是否与目标端嵌入共享权重（默认 ``True``，论文 §3.4）。
+        pad_id: 填充词元的编号（默认 0，与 :class:`~tinyformer.Vocab` 一致）。
+
+    例子::
+
+        >>> from tinyformer import TransformerConfig
+        >>> TransformerConfig(src_vocab_size=100, tgt_vocab_size=80, d_model=32, num_heads=4).d_ff
+        2048
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 512
+    num_heads: int = 8
+    num_encoder_layers: int = 6
+    num_decoder_layers: int = 6
+    d_ff: int = 2048
+    dropout: float = 0.1
+    max_len: int = 512
+    norm_first: bool = False
+    activation: str = "relu"
+    tie_output: bool = True
+    pad_id: int = 0
+
+    def __post_init__(self):
+        for name in (
+            "src_vocab_size",
+            "tgt_vocab_size",
+            "d_model",
+            "num_heads",
+            "num_encoder_layers",
+            "num_decoder_layers",
+            "d_ff",
+            "max_len",
+        ):
+            check_positive_int(name, getattr(self, name))
+        check_divisible("d_model", self.d_model, "num_heads", self.num_heads)
+        check_dropout("dropout", self.dropout)
+        check_bool("norm_first", self.norm_first)
+        check_choice("activation", self.activation, ACTIVATIONS)
+        check_bool("tie_output", self.tie_output)
+        check_int("pad_id", self.pad_id, minimum=0)
+        smallest = min(self.src_vocab_size, self.tgt_vocab_size)
+        if self.pad_id >= smallest:
+            raise ValueError(
+                "pad_id must be a valid id in both vocabularies, i.e. in "
+                f"[0, min(src_vocab_size, tgt_vocab_size)) = [0, {smallest}), got pad_id={self.pad_id}"
+            )
+
+
+class Transformer(nn.Module):
+    r"""编码器-解码器 Transformer（论文图 1），批量维在前。
+
+    .. math::
+
+        \mathrm{memory} &= \mathrm{Encoder}(E_{src}[x]\sqrt{C} + PE) \\
+        \mathrm{logits} &= \mathrm{Decoder}(E_{tgt}[y]\sqrt{C} + PE,\ \mathrm{memory})\, W_{out}^\top
+
+    ``tie_output=True`` 时 :math:`W_{out} = E_{tgt}`（论文 §3.4）。``norm_first=True`` 时
+    编码器栈和解码器栈末尾各有一个 LayerNorm（pre-LN 的残差流没被归一化过，torch 也这样做）。
+    初始化与 Annotated Transformer 相同：所有维数大于 1 的参数（线性层的矩阵、嵌入表）用
+    Xavier 均匀分布 ``nn.init.xavier_uniform_``，偏置保留 ``nn.Linear`` 的默认初始化，
+    LayerNorm 的 γ=1、β=0。
+
+    参数:
+        config: :class:`TransformerConfig`。
+
+    方法:
+        - ``encode(src, src_mask=None)`` -> memory (B, S, C)。``src_mask`` 为 ``None`` 时
+          用 ``padding_mask(src, config.pad_id)``，形状 (B, 1, 1, S)。
+        - ``decode(tgt, memory, memory_mask=None, tgt_mask=None, cache=None)`` -> logits (B, T, V)。
+          ``memory_mask`` 为 ``None`` 时 memory 的每个位置都可以关注——有填充时请传入
+          ``padding_mask(src, config.pad_id)``。``tgt_mask`` 为 ``None`` 时用因果掩码。
+          ``cache`` 为 :class:`~tinyformer.KVCache` 时，``tgt`` 只需是新词元（通常一个），
+          位置从缓存长度接着数；结果与把整段前缀重新送入相同。
+        - ``forward(src, tgt, src_mask=None, tgt_mask=None)`` -> logits (B, T, V)。掩码为
+          ``None`` 时按 ``config.pad_id`` 构造：``src_mask`` = 源端填充掩码 (B, 1, 1, S)，
+          同时用于编码器自注意力和交叉注意力；``tgt_mask`` = 目标端填充掩码 & 因果掩码 (B, 1, T, T)。
+
+    注意力热力图：把 ``model.decoder_layers[i].need_weights`` 设为 ``True``，前向一次整段序列，
+    再读 ``model.decoder_layers[i].cross_attn_weights``，形状 (B, H, T, S)。
+
+    形状:
+        - src: (B, S)，tgt: (B, T)，整数编号
+        - 输出: (B, T, V)，V = tgt_vocab_size
+
+    例子::
+
+        >>> import torch
+        >>> from tinyformer import Transformer, TransformerConfig
+        >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=30, d_model=16,
+        ...                            num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
+        ...                            d_ff=32, max_len=50)
+        >>> model = Transformer(config)
+        >>> src = torch.tensor([[5, 6, 7, 0], [8, 9, 10, 11]])
+        >>> tgt = torch.tensor([[2, 12, 13], [2, 14, 0]])
+        >>> model(src, tgt).shape
+        torch.Size([2, 3, 30])
+        >>> model.encode(src).shape
+        torch.Size([2, 4, 16])
+    """
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        check_instance("config", config, TransformerConfig)
+        self.config = c = config
+        self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model)  # ×√C
+        self.tgt_embed = TokenEmbedding(c.tgt_vocab_size, c.d_model)
+        self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)  # 源、目标共用
+        layer_args = (c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
+        self.encoder_layers = nn.ModuleList(
+            [EncoderLayer(*layer_args) for _ in range(c.num_encoder_layers)]
+        )
+        self.decoder_layers = nn.ModuleList(
+            [DecoderLayer(*layer_args) for _ in range(c.num_decoder_layers)]
+        )
+        # post-LN 每层已经以 LayerNorm 结尾，不需要再加（Identity 什么也不做）
+        self.encoder_norm = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.decoder_norm = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.output = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)  # W_out: C -> V
+
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        if c.tie_output:
+            self.output.weight = self.tgt_embed.embedding.weight  # 同一个 (V, C) 参数
+
+    def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        check_tensor("src", src, "(B, S)")
+        if src_mask is None:
+            src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
+        x = self.positional(self.src_embed(src))  # (B, S) -> (B, S, C)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)  # (B, S, C)
+        return self.encoder_norm(x)  # memory: (B, S, C)
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        memory_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        check_tensor("tgt", tgt, "(B, T)")
+        check_instance("cache", cache, KVCache, allow_none=True)
+        B, T = tgt.shape
+        # 已缓存的位置数：新词元从这个位置接着数（没有缓存时为 0）
+        start = 0 if cache is None else cache.length(self.decoder_layers[0].self_attn)
+        if tgt_mask is None:
+            tgt_mask = causal_mask(T, device=tgt.device, start=start)  # (T, start + T)
+        x = self.positional(self.tgt_embed(tgt), start=start)  # (B, T) -> (B, T, C)
+        for layer in self.decoder_layers:
+            x = layer(x, memory, tgt_mask, memory_mask, cache)  # (B, T, C)
+        x = self.decoder_norm(x)
+        return self.output(x)  # (B, T, C) @ (C, V) -> (B, T, V)
+
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+    ) -> Tensor:
+        check_tensor("src", src, "(B, S)")
+        check_tensor("tgt", tgt, "(B, T)")
+        B, T = tgt.shape
+        pad_id = self.config.pad_id
+        if src_mask is None:
+            src_mask = padding_mask(src, pad_id)  # (B, 1, 1, S)
+        if tgt_mask is None:
+            # (B, 1, 1, T) & (T, T) -> (B, 1, T, T)
+            tgt_mask = padding_mask(tgt, pad_id) & causal_mask(T, device=tgt.device)
+        memory = self.encode(src, src_mask)  # (B, S, C)
+        return self.decode(tgt, memory, memory_mask=src_mask, tgt_mask=tgt_mask)  # (B, T, V)

@@ -1,0 +1,67 @@
+r"""层归一化（第 6 章 层归一化、残差与前馈网络 讲解）。
+
+LayerNorm 在每个词元自己的 C 个特征上求均值和方差，与批里别的句子、别的位置无关；
+所以变长、带填充的批次不会污染它的统计量（BatchNorm 则会，第 6 章实测）。
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ._checks import check_positive_float, check_positive_int, check_tensor
+
+
+class LayerNorm(nn.Module):
+    r"""从零实现的层归一化，与 ``torch.nn.LayerNorm(d_model, eps)`` 计算同一个函数。
+
+    .. math::
+
+        \mu = \frac{1}{C}\sum_{c} x_c, \quad
+        \sigma^2 = \frac{1}{C}\sum_{c} (x_c - \mu)^2, \quad
+        \mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta
+
+    方差是有偏的（除以 C 而不是 C-1），:math:`\epsilon` 在平方根里面。
+
+    参数:
+        d_model: 特征维数 C。
+        eps: 加在方差上防止除以 0 的小数（默认 1e-5）。
+
+    属性:
+        weight: :math:`\gamma`，形状 (C,)，初始为 1。
+        bias: :math:`\beta`，形状 (C,)，初始为 0。
+
+    形状:
+        - 输入: (..., C)
+        - 输出: 与输入相同
+
+    例子::
+
+        >>> import torch
+        >>> from tinyformer import LayerNorm
+        >>> norm = LayerNorm(16)
+        >>> y = norm(torch.randn(2, 5, 16))
+        >>> y.shape
+        torch.Size([2, 5, 16])
+        >>> bool(y.mean(-1).abs().max() < 1e-5)  # 每个词元的特征均值为 0
+        True
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_float("eps", eps)
+        self.d_model = d_model
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # γ
+        self.bias = nn.Parameter(torch.zeros(d_model))  # β
+
+    def forward(self, x: Tensor) -> Tensor:
+        check_tensor("x", x, "(..., C)", d_model=self.d_model)
+        mean = x.mean(dim=-1, keepdim=True)  # (..., C) -> (..., 1)
+        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1)，有偏方差
+        x_hat = (x - mean) / torch.sqrt(var + self.eps)  # (..., C)
+        return self.weight * x_hat + self.bias  # (C,) 广播到 (..., C)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, eps={self.eps}"

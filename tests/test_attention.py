@@ -1,0 +1,226 @@
+"""attention.py：与 torch 的实现逐元素比较；全被遮住的行为 0；融合路径与带权重路径一致。"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tinyformer import (
+    MultiHeadAttention,
+    ScaledDotProductAttention,
+    causal_mask,
+    copy_from_torch,
+    padding_mask,
+    scaled_dot_product_attention,
+)
+
+B, T, S, C, H = 2, 5, 7, 16, 4
+D = C // H
+PAD = 0
+
+
+def _ids(length, pad_tail):
+    """两句话的编号，第二句末尾 pad_tail 个填充。"""
+    ids = torch.arange(1, B * length + 1).reshape(B, length)
+    ids[1, length - pad_tail :] = PAD
+    return ids
+
+
+def _mha_pair(bias=True):
+    torch.manual_seed(0)
+    theirs = torch.nn.MultiheadAttention(C, H, bias=bias, batch_first=True).eval()
+    ours = copy_from_torch(MultiHeadAttention(C, H, bias=bias), theirs).eval()
+    return ours, theirs
+
+
+def test_sdpa_matches_formula_written_out():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(B, H, T, D), torch.randn(B, H, S, D), torch.randn(B, H, S, 3)
+    out, weights = scaled_dot_product_attention(q, k, v)
+    scores = torch.einsum("bhtd,bhsd->bhts", q, k) / math.sqrt(D)
+    expected_weights = scores.exp() / scores.exp().sum(-1, keepdim=True)
+    torch.testing.assert_close(weights, expected_weights)
+    torch.testing.assert_close(out, torch.einsum("bhts,bhsv->bhtv", expected_weights, v))
+
+
+@pytest.mark.parametrize(
+    "mask_name",
+    ["none", "causal", "padding", "padding&causal", "random"],
+)
+def test_sdpa_matches_torch_functional(mask_name):
+    torch.manual_seed(0)
+    q, k, v = torch.randn(B, H, T, D), torch.randn(B, H, T, D), torch.randn(B, H, T, D)
+    masks = {
+        "none": None,
+        "causal": causal_mask(T),
+        "padding": padding_mask(_ids(T, 2), PAD),
+        "padding&causal": padding_mask(_ids(T, 2), PAD) & causal_mask(T),
+        "random": (torch.rand(B, H, T, T) > 0.5) | torch.eye(T, dtype=torch.bool),
+    }
+    mask = masks[mask_name]
+    out, weights = scaled_dot_product_attention(q, k, v, mask=mask)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, T))
+    if mask is not None:
+        assert (weights[~mask.expand_as(weights)] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_fully_masked_rows_are_zero_not_nan(dtype):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(B, H, T, D, dtype=dtype) for _ in range(3))
+    mask = causal_mask(T).expand(B, H, T, T).clone()
+    mask[0, :, 2] = False  # 第 0 句第 2 行：没有一个可关注的键
+    out, weights = scaled_dot_product_attention(q, k, v, mask=mask)
+    assert out.dtype == dtype and not out.isnan().any() and not weights.isnan().any()
+    assert (weights[0, :, 2] == 0).all() and (out[0, :, 2] == 0).all()
+    # 其余各行仍是正常的概率分布
+    row_sums = weights.float().sum(-1)
+    row_sums[0, :, 2] = 1.0
+    torch.testing.assert_close(row_sums, torch.ones(B, H, T), atol=1e-2, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_mha_fully_masked_rows_zero_in_both_paths(dtype, need_weights):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(C, H, bias=False).to(dtype)
+    x = torch.randn(B, T, C, dtype=dtype)
+    ids = _ids(T, 0)
+    ids[1] = PAD  # 第二句全是填充：它的每一行都被整行遮住
+    out, _ = mha(x, x, x, mask=padding_mask(ids, PAD), need_weights=need_weights)
+    assert not out.isnan().any()
+    assert (out[1] == 0).all()  # 没有偏置时，注意力输出 0 经 out_proj 仍是 0
+
+
+def test_fully_masked_rows_have_finite_gradients():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(C, H)
+    x = torch.randn(B, T, C, requires_grad=True)
+    mask = causal_mask(T).expand(B, 1, T, T).clone()
+    mask[0, 0, 0] = False
+    for need_weights in (True, False):
+        x.grad = None
+        mha.zero_grad()
+        out, _ = mha(x, x, x, mask=mask, need_weights=need_weights)
+        out.sum().backward()
+        assert torch.isfinite(x.grad).all()
+        assert all(torch.isfinite(p.grad).all() for p in mha.parameters())
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("mask_name", ["none", "causal", "padding", "padding&causal"])
+def test_mha_self_attention_matches_torch(mask_name, bias):
+    ours, theirs = _mha_pair(bias)
+    torch.manual_seed(1)
+    x = torch.randn(B, T, C)
+    ids = _ids(T, 2)
+    # 我们：True = 可以关注；torch.nn.MultiheadAttention：True = 不许关注
+    ours_mask, attn_mask, key_padding_mask = {
+        "none": (None, None, None),
+        "causal": (causal_mask(T), ~causal_mask(T), None),
+        "padding": (padding_mask(ids, PAD), None, ids == PAD),
+        "padding&causal": (
+            padding_mask(ids, PAD) & causal_mask(T),
+            ~causal_mask(T),
+            ids == PAD,
+        ),
+    }[mask_name]
+    out, weights = ours(x, x, x, mask=ours_mask)
+    expected, expected_weights = theirs(
+        x,
+        x,
+        x,
+        attn_mask=attn_mask,
+        key_padding_mask=key_padding_mask,
+        average_attn_weights=False,
+    )
+    assert weights.shape == (B, H, T, T)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(weights, expected_weights, atol=1e-5, rtol=1e-5)
+
+
+def test_mha_cross_attention_with_padding_matches_torch():
+    ours, theirs = _mha_pair()
+    torch.manual_seed(1)
+    query, memory = torch.randn(B, T, C), torch.randn(B, S, C)
+    src = _ids(S, 3)
+    out, weights = ours(query, memory, memory, mask=padding_mask(src, PAD))
+    expected, expected_weights = theirs(query, memory, memory, key_padding_mask=src == PAD)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    # torch 默认把权重在头上取平均
+    torch.testing.assert_close(weights.mean(dim=1), expected_weights, atol=1e-5, rtol=1e-5)
+
+
+def test_mha_compared_with_torch_on_rows_that_are_not_fully_masked():
+    ours, theirs = _mha_pair()
+    torch.manual_seed(1)
+    x = torch.randn(B, T, C)
+    ids = _ids(T, 0)
+    ids[1, 0] = PAD  # 第二句第 0 行只能看见位置 0，而它是填充：整行被遮住
+    mask = padding_mask(ids, PAD) & causal_mask(T)
+    out, _ = ours(x, x, x, mask=mask)
+    expected, _ = theirs(x, x, x, attn_mask=~causal_mask(T), key_padding_mask=ids == PAD)
+    live = mask.any(-1)[:, 0]  # (B, T)：至少有一个可关注的键的行
+    assert not live.all()
+    torch.testing.assert_close(out[live], expected[live], atol=1e-5, rtol=1e-5)
+    # torch 在整行被遮住处的结果不可用（NaN 或 0，随版本而变）；我们的是 0 经 out_proj 的偏置
+    torch.testing.assert_close(out[~live], ours.out_proj.bias.expand_as(out[~live]))
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        None,
+        causal_mask(T),
+        padding_mask(_ids(T, 2), PAD) & causal_mask(T),
+        padding_mask(torch.zeros(B, T, dtype=torch.long), PAD),  # 所有行都被整行遮住
+    ],
+    ids=["none", "causal", "padding&causal", "all-masked"],
+)
+def test_mha_fused_path_equals_weights_path(mask):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(C, H)
+    x = torch.randn(B, T, C)
+    with_weights, weights = mha(x, x, x, mask=mask, need_weights=True)
+    fused, no_weights = mha(x, x, x, mask=mask, need_weights=False)
+    assert weights is not None and no_weights is None
+    torch.testing.assert_close(fused, with_weights, atol=1e-5, rtol=1e-5)
+
+
+def test_mask_2d_and_4d_forms_agree():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(C, H)
+    x = torch.randn(B, T, C)
+    out_2d, _ = mha(x, x, x, mask=causal_mask(T))
+    out_4d, _ = mha(x, x, x, mask=causal_mask(T).expand(B, H, T, T))
+    torch.testing.assert_close(out_2d, out_4d)
+
+
+def test_self_attention_without_positions_is_permutation_equivariant():
+    # 第 3 章：没有位置编码时，打乱词序只会让输出跟着打乱
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(C, H)
+    x = torch.randn(B, T, C)
+    perm = torch.randperm(T)
+    out, _ = mha(x, x, x)
+    out_perm, _ = mha(x[:, perm], x[:, perm], x[:, perm])
+    torch.testing.assert_close(out_perm, out[:, perm], atol=1e-6, rtol=1e-5)
+
+
+def test_attention_dropout_only_in_training():
+    torch.manual_seed(0)
+    attention = ScaledDotProductAttention(dropout=0.5)
+    q, k, v = torch.randn(B, H, T, D), torch.randn(B, H, S, D), torch.randn(B, H, S, D)
+    attention.eval()
+    _, eval_weights = attention(q, k, v)
+    _, eval_weights_again = attention(q, k, v)
+    torch.testing.assert_close(eval_weights, eval_weights_again)
+    attention.train()
+    _, train_weights = attention(q, k, v)
+    dropped = train_weights == 0
+    assert dropped.any()
+    # 没被丢弃的权重放大 1 / (1 - p) = 2 倍
+    torch.testing.assert_close(train_weights[~dropped], 2 * eval_weights[~dropped])

@@ -1,0 +1,44 @@
+"""normalization.py：从零实现的 LayerNorm 与 torch.nn.LayerNorm 相同。"""
+
+import pytest
+import torch
+
+from tinyformer import LayerNorm, copy_from_torch
+
+B, T, C = 2, 5, 16
+
+
+@pytest.mark.parametrize("eps", [1e-5, 1e-2])
+def test_matches_torch_layer_norm_with_copied_weights(eps):
+    torch.manual_seed(0)
+    theirs = torch.nn.LayerNorm(C, eps=eps)
+    with torch.no_grad():
+        theirs.weight.normal_()
+        theirs.bias.normal_()
+    ours = copy_from_torch(LayerNorm(C, eps=eps), theirs)
+    x = torch.randn(B, T, C) * 3 + 1
+    torch.testing.assert_close(ours(x), theirs(x), atol=1e-5, rtol=1e-5)
+
+
+def test_normalizes_each_token_with_biased_variance():
+    torch.manual_seed(0)
+    x = torch.randn(B, T, C) * 5 + 2
+    y = LayerNorm(C, eps=1e-12)(x)
+    torch.testing.assert_close(y.mean(-1), torch.zeros(B, T), atol=1e-5, rtol=0)
+    # 有偏方差（除以 C）为 1；无偏方差就不是 1
+    torch.testing.assert_close(y.var(-1, unbiased=False), torch.ones(B, T), atol=1e-4, rtol=0)
+
+
+def test_eps_is_inside_the_square_root():
+    x = torch.tensor([[0.0, 2.0]])  # 均值 1，有偏方差 1
+    eps = 3.0
+    y = LayerNorm(2, eps=eps)(x)
+    torch.testing.assert_close(y, torch.tensor([[-1.0, 1.0]]) / (1 + eps) ** 0.5)
+
+
+def test_parameters_and_gradients():
+    norm = LayerNorm(C)
+    assert [name for name, _ in norm.named_parameters()] == ["weight", "bias"]
+    assert (norm.weight == 1).all() and (norm.bias == 0).all()
+    norm(torch.randn(B, T, C)).pow(2).sum().backward()
+    assert norm.weight.grad is not None and norm.bias.grad is not None
