@@ -32,13 +32,14 @@ MODEL_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def toc_notebooks() -> list[Path]:
-    files = re.findall(r"file:\s*([^\s#]+)", (ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    files = re.findall(r"(?:root|file):\s*([^\s#]+)", toc)
     return [ROOT / f"{f}.ipynb" for f in files if (ROOT / f"{f}.ipynb").exists()]
 
 
-def stable_widget_ids(text: str, model_ids: set[str], name: str) -> str:
-    """把随机的控件 model id 按首次出现的顺序换成由笔记本名导出的固定 id。"""
-    mapping: dict[str, str] = {}
+def stable_widget_ids(text: str, model_ids: list[str], name: str) -> str:
+    """把随机的控件 model id 按 model_ids 给出的（确定的）顺序换成由笔记本名导出的固定 id。"""
+    mapping = {old: hashlib.md5(f"{name}:{i}".encode()).hexdigest() for i, old in enumerate(model_ids)}
 
     def replace(match: re.Match) -> str:
         old = match.group(0)
@@ -51,6 +52,30 @@ def stable_widget_ids(text: str, model_ids: set[str], name: str) -> str:
     return MODEL_ID.sub(replace, text)
 
 
+def ordered_widget_state(nb, models: dict) -> dict:
+    """控件模型按确定的顺序排列：从各单元格输出里的视图出发，深度优先沿 IPY_MODEL_ 引用走。
+
+    nbclient 存下的顺序取决于消息到达的先后，每次运行都可能不同。
+    """
+    order: list[str] = []
+
+    def visit(model_id: str) -> None:
+        if model_id in order or model_id not in models:
+            return
+        order.append(model_id)
+        state = models[model_id].get("state", {})
+        for ref in re.findall(r"IPY_MODEL_([0-9a-f]{32})", json.dumps(state, sort_keys=True)):
+            visit(ref)
+
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get("application/vnd.jupyter.widget-view+json")
+            if view:
+                visit(view["model_id"])
+    rest = sorted(set(models) - set(order), key=lambda m: json.dumps(models[m], sort_keys=True))
+    return {m: models[m] for m in order + rest}
+
+
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     sync_setup_cell(nb)
@@ -61,6 +86,7 @@ def execute(path: Path) -> float:
         kernel_name="python3",
         record_timing=False,
         store_widget_state=True,
+        coalesce_streams=True,  # 同一单元格的 stdout 合成一段：输出的分段取决于计时，不可复现
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
@@ -73,8 +99,12 @@ def execute(path: Path) -> float:
     }
     text = nbformat.writes(nb) + "\n"
     state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
-    if state.get("state"):  # 只有用到控件的笔记本才有随机 id 要换
-        text = stable_widget_ids(text, set(state["state"]), path.stem)
+    if state.get("state"):
+        state["state"] = ordered_widget_state(nb, state["state"])
+        text = nbformat.writes(nb) + "\n"  # 只有用到控件的笔记本才有随机 id 要换
+        text = stable_widget_ids(text, list(state["state"]), path.stem)
+        # nbformat.writes 按键名排序：用新 id 再写一遍，控件在文件里的顺序才与随机的旧 id 无关
+        text = nbformat.writes(nbformat.reads(text, as_version=4)) + "\n"
     path.write_text(text, encoding="utf-8")
     return seconds
 
