@@ -39,7 +39,9 @@ def toc_notebooks() -> list[Path]:
 
 def stable_widget_ids(text: str, model_ids: list[str], name: str) -> str:
     """把随机的控件 model id 按 model_ids 给出的（确定的）顺序换成由笔记本名导出的固定 id。"""
-    mapping = {old: hashlib.md5(f"{name}:{i}".encode()).hexdigest() for i, old in enumerate(model_ids)}
+    mapping = {
+        old: hashlib.md5(f"{name}:{i}".encode()).hexdigest() for i, old in enumerate(model_ids)
+    }
 
     def replace(match: re.Match) -> str:
         old = match.group(0)

@@ -152,7 +152,9 @@ def draw_architecture(ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(8.6, 9.2))
     for column in (_ENCODER, _DECODER):
-        for (x, y, text, color), (_, y_next, _, _) in zip(column, column[1:] + [column[-1]], strict=True):
+        for (x, y, text, color), (_, y_next, _, _) in zip(
+            column, column[1:] + [column[-1]], strict=True
+        ):
             width, height = 3.4, 0.7
             ax.add_patch(
                 FancyBboxPatch(
