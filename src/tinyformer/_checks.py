@@ -42,6 +42,12 @@ def check_positive_float(name: str, value) -> None:
         raise ValueError(f"{name} must be a positive number, got {name}={value!r}")
 
 
+def check_nonnegative_float(name: str, value) -> None:
+    """``value`` 必须是非负实数（长度惩罚的指数、标签平滑的 ε……）。"""
+    if not _is_real(value) or not value >= 0:
+        raise ValueError(f"{name} must be a number >= 0, got {name}={value!r}")
+
+
 def check_dropout(name: str, value) -> None:
     """丢弃概率必须在 [0, 1) 内：p=1 会把一切都丢掉。"""
     if not _is_real(value) or not 0.0 <= value < 1.0:

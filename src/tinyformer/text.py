@@ -95,6 +95,27 @@ class Vocab:
         ]
         self.stoi: dict[str, int] = {tok: i for i, tok in enumerate(self.itos)}
 
+    @classmethod
+    def from_itos(cls, itos: Sequence[str]) -> Vocab:
+        """由编号 → 词元的列表重建词表（读取检查点用）；列表须以四个特殊词元开头、没有重复。
+
+        例子::
+
+            >>> vocab = Vocab([["我", "爱", "北京"]])
+            >>> Vocab.from_itos(vocab.itos).stoi == vocab.stoi
+            True
+        """
+        itos = list(itos)
+        if tuple(itos[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS or len(set(itos)) != len(itos):
+            raise ValueError(
+                f"itos must start with {list(SPECIAL_TOKENS)} and hold no duplicates, "
+                f"got itos[:6]={itos[:6]!r} with {len(itos) - len(set(itos))} duplicates"
+            )
+        vocab = cls([])
+        vocab.itos = itos
+        vocab.stoi = {tok: i for i, tok in enumerate(itos)}
+        return vocab
+
     pad_id = property(lambda self: self.stoi[PAD])
     unk_id = property(lambda self: self.stoi[UNK])
     bos_id = property(lambda self: self.stoi[BOS])

@@ -1,0 +1,317 @@
+r"""训练：批量与掩码、标签平滑的交叉熵、学习率预热、训练循环（第 8 章 完整模型 讲解）。
+
+一步训练 = 取一批句对 → 源句、目标句各自用 ``<pad>`` 补齐 → 教师强制（teacher forcing）：
+解码器输入是 ``<bos> y_1 … y_n``，要预测的是 ``y_1 … y_n <eos>``（右移一位）→
+标签平滑的交叉熵（忽略填充位置）→ 反向传播 → Adam 按预热学习率更新一步。
+
+掩码不用在这里造：:class:`~tinyformer.Transformer` 的 ``forward`` 按 ``pad_id`` 自己构造
+源端填充掩码 (B, 1, 1, S) 和目标端的 填充 & 因果 掩码 (B, 1, T, T)。
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from ._checks import (
+    check_dropout,
+    check_instance,
+    check_int,
+    check_nonnegative_float,
+    check_positive_float,
+    check_positive_int,
+    check_tensor,
+)
+from .model import Transformer
+from .text import Vocab, tokenize_en, tokenize_zh
+
+
+@dataclass(frozen=True)
+class Batch:
+    """一批训练样本（都已用 ``pad_id`` 补齐）。
+
+    属性:
+        src: 源句 (B, S)。
+        tgt_in: 解码器输入 ``<bos> y_1 … y_n`` (B, T)。
+        tgt_out: 要预测的 ``y_1 … y_n <eos>`` (B, T)，即 tgt_in 左移一位。
+        pad_id: 填充编号。
+    """
+
+    src: Tensor
+    tgt_in: Tensor
+    tgt_out: Tensor
+    pad_id: int = 0
+
+    @property
+    def num_tokens(self) -> int:
+        """要预测的非填充词元数（损失按它平均）。"""
+        return int((self.tgt_out != self.pad_id).sum())
+
+
+def encode_pairs(
+    pairs: Sequence, src_vocab: Vocab, tgt_vocab: Vocab
+) -> list[tuple[list[int], list[int]]]:
+    """句对 → (源句编号, 目标句编号)。源句用 jieba 分词，目标句两端加 ``<bos>``/``<eos>``。
+
+    参数:
+        pairs: 有 ``.zh``、``.en`` 属性的句对（如 :class:`~tinyformer.translation.Pair`）。
+        src_vocab, tgt_vocab: 源、目标词表。
+
+    例子::
+
+        >>> from tinyformer.translation import generate_corpus
+        >>> corpus = generate_corpus()
+        >>> src_vocab, tgt_vocab = corpus.build_vocabs()
+        >>> src, tgt = encode_pairs(corpus.train[:1], src_vocab, tgt_vocab)[0]
+        >>> src_vocab.decode(src), tgt_vocab.decode(tgt)
+        (['他们', '明天', '不', '去', '北京', '？'], ['<bos>', 'will', 'they', 'go', 'to', 'beijing', '?', '<eos>'])
+    """
+    return [
+        (
+            src_vocab.encode(tokenize_zh(p.zh)),
+            tgt_vocab.encode(tokenize_en(p.en), add_bos=True, add_eos=True),
+        )
+        for p in pairs
+    ]
+
+
+def pad_sequences(sequences: Sequence[Sequence[int]], pad_id: int) -> Tensor:
+    """把长短不一的编号序列用 ``pad_id`` 在右边补齐成 (N, 最长长度) 的张量。
+
+    例子::
+
+        >>> pad_sequences([[5, 6, 7], [8]], pad_id=0)
+        tensor([[5, 6, 7],
+                [8, 0, 0]])
+    """
+    if not sequences:
+        raise ValueError("sequences must not be empty")
+    width = max(len(s) for s in sequences)
+    return torch.tensor([list(s) + [pad_id] * (width - len(s)) for s in sequences])
+
+
+def make_batch(examples: Sequence[tuple[list[int], list[int]]], pad_id: int = 0) -> Batch:
+    """(源句编号, 带 <bos>/<eos> 的目标句编号) 的列表 → :class:`Batch`。
+
+    例子::
+
+        >>> batch = make_batch([([5, 6, 7], [2, 8, 9, 3]), ([5], [2, 8, 3])])
+        >>> batch.src.tolist(), batch.tgt_in.tolist(), batch.tgt_out.tolist()
+        ([[5, 6, 7], [5, 0, 0]], [[2, 8, 9], [2, 8, 3]], [[8, 9, 3], [8, 3, 0]])
+    """
+    src = pad_sequences([s for s, _ in examples], pad_id)  # (B, S)
+    tgt = pad_sequences([t for _, t in examples], pad_id)  # (B, T + 1)
+    # 教师强制：输入去掉最后一个，目标去掉第一个 (<bos>)
+    return Batch(src=src, tgt_in=tgt[:, :-1], tgt_out=tgt[:, 1:], pad_id=pad_id)
+
+
+def iterate_batches(
+    examples: Sequence[tuple[list[int], list[int]]],
+    batch_size: int,
+    pad_id: int = 0,
+    shuffle: bool = False,
+    generator: torch.Generator | None = None,
+) -> Iterator[Batch]:
+    """按 ``batch_size`` 切成批（最后一批可能较小）；``shuffle`` 时用 ``generator`` 打乱顺序。"""
+    check_positive_int("batch_size", batch_size)
+    order = torch.randperm(len(examples), generator=generator) if shuffle else range(len(examples))
+    order = list(order)
+    for i in range(0, len(order), batch_size):
+        yield make_batch([examples[j] for j in order[i : i + batch_size]], pad_id)
+
+
+def label_smoothed_cross_entropy(
+    logits: Tensor, target: Tensor, smoothing: float = 0.1, ignore_index: int = 0
+) -> Tensor:
+    r"""标签平滑的交叉熵，对非填充位置取平均。
+
+    真实分布不再是 one-hot，而是把 ε 的概率平均分给全部 V 个词元：
+
+    .. math::
+
+        q_w = (1 - \varepsilon)\,[w = y] + \varepsilon / V, \qquad
+        \mathcal{L} = -\sum_w q_w \log p_w
+        = (1 - \varepsilon)(-\log p_y) + \varepsilon \cdot \frac{1}{V}\sum_w (-\log p_w)
+
+    与 ``F.cross_entropy(logits, target, label_smoothing=ε, ignore_index=pad)`` 相同
+    （第 8 章和测试都核对）。论文 §5.4 用 ε = 0.1。
+
+    参数:
+        logits: (N, V) 或 (B, T, V)。
+        target: (N,) 或 (B, T)，整数编号。
+        smoothing: ε，在 [0, 1) 内（默认 0.1）。
+        ignore_index: 不计入损失的编号（默认 0，即 ``<pad>``）。
+
+    例子::
+
+        >>> import torch, torch.nn.functional as F
+        >>> logits, target = torch.randn(2, 5, 7), torch.tensor([[3, 4, 5, 0, 0], [1, 2, 3, 4, 5]])
+        >>> ours = label_smoothed_cross_entropy(logits, target, 0.1, ignore_index=0)
+        >>> torch.allclose(ours, F.cross_entropy(logits.view(-1, 7), target.view(-1),
+        ...                                      label_smoothing=0.1, ignore_index=0))
+        True
+    """
+    check_tensor("logits", logits, "(..., V)")
+    check_dropout("smoothing", smoothing)  # 与丢弃概率同一条规则：[0, 1)
+    if logits.shape[:-1] != target.shape:
+        raise ValueError(
+            f"target must have shape logits.shape[:-1] = {tuple(logits.shape[:-1])}, "
+            f"got {tuple(target.shape)}"
+        )
+    log_p = torch.log_softmax(logits.float(), dim=-1)  # (..., V)
+    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # -log p_y: (...)
+    uniform = -log_p.mean(dim=-1)  # (1/V) Σ_w -log p_w: (...)
+    loss = (1 - smoothing) * nll + smoothing * uniform  # (...)
+    keep = target != ignore_index
+    return loss[keep].sum() / keep.sum().clamp(min=1)
+
+
+def warmup_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
+    r"""论文 §5.3 的学习率：先线性升高 ``warmup`` 步，再按步数的 -1/2 次方下降。
+
+    .. math::
+
+        \mathrm{lr}(n) = \mathrm{factor} \cdot d_{model}^{-0.5}
+        \cdot \min(n^{-0.5},\ n \cdot \mathrm{warmup}^{-1.5})
+
+    峰值在 n = warmup，等于 factor / √(d_model · warmup)。``step`` 从 1 数起。
+
+    例子::
+
+        >>> round(warmup_lr(4000, d_model=512, warmup=4000), 6)  # 论文 base 模型的峰值
+        0.000699
+    """
+    check_positive_int("step", step)
+    check_positive_int("warmup", warmup)
+    return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def make_optimizer(
+    model: nn.Module, d_model: int, warmup: int = 400, factor: float = 1.0
+) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
+    """论文的优化器：Adam(β1=0.9, β2=0.98, ε=1e-9)，学习率按 :func:`warmup_lr` 逐步变化。
+
+    ``LambdaLR`` 把 ``lr`` 乘以函数值，所以基础 lr 设为 1；它的步数从 0 数起，这里加 1。
+    每个训练步之后调用一次 ``scheduler.step()``。
+    """
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda n: warmup_lr(n + 1, d_model, warmup, factor)
+    )
+    return optimizer, scheduler
+
+
+@dataclass
+class TrainHistory:
+    """训练记录：每一步的损失和学习率，以及总步数、用时（秒）。"""
+
+    losses: list[float] = field(default_factory=list)
+    lrs: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def steps(self) -> int:
+        return len(self.losses)
+
+
+def train(
+    model: Transformer,
+    examples: Sequence[tuple[list[int], list[int]]],
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    batch_size: int = 64,
+    smoothing: float = 0.1,
+    warmup: int = 400,
+    lr_factor: float = 1.0,
+    seed: int = 0,
+    progress: bool = True,
+    callback=None,
+) -> TrainHistory:
+    """训练 ``model``，直到走满 ``max_steps`` 步或用满 ``max_seconds`` 秒（先到者为准）。
+
+    每个 epoch 用 ``torch.Generator().manual_seed(seed + epoch)`` 打乱顺序；dropout 的随机数
+    来自 ``torch.manual_seed(seed)``。所以只给 ``max_steps`` 时，同一台机器上重复训练的结果
+    完全相同；给 ``max_seconds`` 时走多少步取决于机器快慢。
+
+    参数:
+        model: :class:`~tinyformer.Transformer`，训练后保持 ``train()`` 模式。
+        examples: :func:`encode_pairs` 的结果。
+        max_steps: 最多多少步（``None`` 表示不限，但这时必须给 ``max_seconds``）。
+        max_seconds: 最多多少秒的墙钟时间。
+        batch_size: 每批句对数（默认 64）。
+        smoothing: 标签平滑 ε（默认 0.1）。
+        warmup, lr_factor: 传给 :func:`warmup_lr`（默认 400 步、1.0）。
+        seed: 随机种子（默认 0）。
+        progress: 是否显示 tqdm 进度条（默认 ``True``）。进度条只显示步数和损失，不显示用时。
+        callback: 可选，``callback(step, model)`` 每步之后调用；返回 ``True`` 时提前停止
+            （基准脚本用它定时评估）。
+
+    返回:
+        :class:`TrainHistory`。
+    """
+    check_instance("model", model, Transformer)
+    if max_steps is None and max_seconds is None:
+        raise ValueError("give max_steps or max_seconds (or both), got neither")
+    if max_steps is not None:
+        check_positive_int("max_steps", max_steps)
+    if max_seconds is not None:
+        check_positive_float("max_seconds", max_seconds)
+    check_nonnegative_float("lr_factor", lr_factor)
+    check_int("seed", seed)
+    if not examples:
+        raise ValueError("examples must not be empty")
+    from tqdm.auto import tqdm  # 笔记本里是控件，终端里是文本进度条
+
+    torch.manual_seed(seed)
+    pad_id = model.config.pad_id
+    optimizer, scheduler = make_optimizer(model, model.config.d_model, warmup, lr_factor)
+    history = TrainHistory()
+    bar = tqdm(
+        total=max_steps,
+        disable=not progress,
+        # 不显示用时和速度：笔记本里保存的进度条因此每次执行都一样
+        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} 步{postfix}"
+        if max_steps
+        else "{n_fmt} 步{postfix}",
+        desc="训练",
+    )
+    model.train()
+    start = time.perf_counter()
+    epoch = 0
+    done = False
+    while not done:
+        generator = torch.Generator().manual_seed(seed + epoch)
+        for batch in iterate_batches(examples, batch_size, pad_id, True, generator):
+            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+            loss = label_smoothed_cross_entropy(logits, batch.tgt_out, smoothing, pad_id)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            history.lrs.append(scheduler.get_last_lr()[0])
+            scheduler.step()
+            history.losses.append(loss.item())
+            bar.update(1)
+            if history.steps % 50 == 0:
+                bar.set_postfix_str(f"损失 {loss.item():.3f}", refresh=False)
+            history.seconds = time.perf_counter() - start
+            stop = callback is not None and callback(history.steps, model)
+            if (
+                stop
+                or (max_steps is not None and history.steps >= max_steps)
+                or (max_seconds is not None and history.seconds >= max_seconds)
+            ):
+                done = True
+                break
+        epoch += 1
+    bar.set_postfix_str(f"损失 {history.losses[-1]:.3f}")
+    bar.close()
+    return history
+
+
+def num_parameters(model: nn.Module) -> int:
+    """参数个数（共享的权重只数一次）。"""
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,256 @@
+"""翻译器：把训练好的模型和两张词表包在一起——翻译句子、评估、看交叉注意力、存取检查点（第 8 章讲解）。
+
+检查点是一个只含张量、数字、字符串、列表和字典的 ``dict``：模型配置、两张词表的
+``itos`` 列表、``state_dict`` 和训练指标。所以读取时可以用 ``torch.load(..., weights_only=True)``，
+它只会重建这些类型，不会执行检查点里的任意代码。
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import sacrebleu
+import torch
+from torch import Tensor
+
+from ._checks import check_instance, check_int, check_positive_int
+from .decoding import beam_search, greedy_decode
+from .model import Transformer, TransformerConfig
+from .text import Vocab, tokenize_zh
+from .training import pad_sequences
+from .translation import detokenize_en
+
+CHECKPOINT_FORMAT = "tinyformer-translator-1"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """在一组句对上评估的结果。
+
+    属性:
+        exact_match: 译文与参考译文逐字相同的比例。
+        bleu: sacreBLEU 的语料级 BLEU（0–100）。
+        hypotheses: 模型的译文。
+        references: 参考译文。
+    """
+
+    exact_match: float
+    bleu: float
+    hypotheses: tuple[str, ...]
+    references: tuple[str, ...]
+
+    def errors(self) -> list[tuple[int, str, str]]:
+        """译错的句子：(下标, 译文, 参考译文) 的列表。"""
+        return [
+            (i, h, r)
+            for i, (h, r) in enumerate(zip(self.hypotheses, self.references, strict=True))
+            if h != r
+        ]
+
+
+class Translator:
+    """中译英翻译器 = :class:`~tinyformer.Transformer` + 源词表 + 目标词表。
+
+    参数:
+        model: 训练好的模型（本类会把它切到 ``eval()`` 模式后再解码）。
+        src_vocab: 中文词表（``tokenize_zh`` 的词元）。
+        tgt_vocab: 英文词表（``tokenize_en`` 的词元）。
+
+    例子::
+
+        >>> from tinyformer import TransformerConfig, Transformer, Vocab
+        >>> src_vocab, tgt_vocab = Vocab([["我", "爱", "你"]]), Vocab([["i", "love", "you"]])
+        >>> config = TransformerConfig(len(src_vocab), len(tgt_vocab), d_model=16, num_heads=4,
+        ...     num_encoder_layers=1, num_decoder_layers=1, d_ff=32, max_len=40)
+        >>> translator = Translator(Transformer(config), src_vocab, tgt_vocab)
+        >>> isinstance(translator.translate("我爱你"), str)
+        True
+        >>> translator.translate("我爱她")
+        Traceback (most recent call last):
+        ...
+        ValueError: sentence '我爱她' has words not in the source vocabulary: ['她']; the model can only translate words it was trained on
+    """
+
+    def __init__(self, model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab):
+        check_instance("model", model, Transformer)
+        check_instance("src_vocab", src_vocab, Vocab)
+        check_instance("tgt_vocab", tgt_vocab, Vocab)
+        for name, vocab, size in (
+            ("src_vocab", src_vocab, model.config.src_vocab_size),
+            ("tgt_vocab", tgt_vocab, model.config.tgt_vocab_size),
+        ):
+            if len(vocab) != size:
+                raise ValueError(
+                    f"len({name}) must equal the model's {name}_size={size}, got {len(vocab)}"
+                )
+        self.model, self.src_vocab, self.tgt_vocab = model, src_vocab, tgt_vocab
+        self.metrics: dict = {}  # load() 填入检查点里存的训练指标
+
+    @classmethod
+    def build(
+        cls,
+        src_vocab: Vocab,
+        tgt_vocab: Vocab,
+        d_model: int = 128,
+        num_heads: int = 4,
+        num_layers: int = 2,
+        d_ff: int = 256,
+        dropout: float = 0.1,
+        max_len: int = 64,
+        seed: int = 0,
+    ) -> Translator:
+        """按词表大小建一个新的（未训练的）小模型：编码器、解码器各 ``num_layers`` 层。
+
+        默认值是第 8 章用的尺寸（约 68 万个参数），在 2 核 CPU 上几分钟内能训练好；
+        初始化用 ``torch.manual_seed(seed)``，所以同一个 ``seed`` 得到同样的初始权重。
+        """
+        check_int("seed", seed)
+        config = TransformerConfig(
+            src_vocab_size=len(src_vocab),
+            tgt_vocab_size=len(tgt_vocab),
+            d_model=d_model,
+            num_heads=num_heads,
+            num_encoder_layers=num_layers,
+            num_decoder_layers=num_layers,
+            d_ff=d_ff,
+            dropout=dropout,
+            max_len=max_len,
+            pad_id=src_vocab.pad_id,
+        )
+        torch.manual_seed(seed)
+        return cls(Transformer(config), src_vocab, tgt_vocab)
+
+    def tokenize(self, sentence: str) -> list[str]:
+        """用 jieba 切分中文句子；有词表外的词时报错并列出它们（而不是悄悄变成 ``<unk>``）。"""
+        tokens = tokenize_zh(sentence)
+        if not tokens:
+            raise ValueError(f"sentence must contain at least one word, got {sentence!r}")
+        unknown = self.src_vocab.unknown(tokens)
+        if unknown:
+            raise ValueError(
+                f"sentence {sentence!r} has words not in the source vocabulary: {unknown}; "
+                "the model can only translate words it was trained on"
+            )
+        return tokens
+
+    def encode(self, sentences: Sequence[str]) -> Tensor:
+        """句子列表 → 补齐的源句编号 (B, S)。"""
+        ids = [self.src_vocab.encode(self.tokenize(s)) for s in sentences]
+        return pad_sequences(ids, self.model.config.pad_id)
+
+    def decode(self, ids: Tensor) -> list[str]:
+        """解码出的目标编号 (B, 1 + L) → 英文句子（去掉特殊词元，再拼回句子）。"""
+        return [
+            detokenize_en(self.tgt_vocab.decode(row, strip_special=True)) for row in ids.tolist()
+        ]
+
+    def translate_ids(self, src: Tensor, beam_size: int = 1, max_len: int = 32) -> Tensor:
+        """源句编号 (B, S) → 目标编号 (B, 1 + L)；``beam_size=1`` 用贪心解码，否则用束搜索。"""
+        check_positive_int("beam_size", beam_size)
+        self.model.eval()
+        bos, eos = self.tgt_vocab.bos_id, self.tgt_vocab.eos_id
+        if beam_size == 1:
+            return greedy_decode(self.model, src, bos, eos, max_len=max_len)
+        return beam_search(self.model, src, bos, eos, beam_size=beam_size, max_len=max_len)
+
+    def translate(
+        self, sentences: str | Sequence[str], beam_size: int = 1, max_len: int = 32
+    ) -> str | list[str]:
+        """翻译一句（``str``，返回 ``str``）或多句（列表，返回列表）。"""
+        single = isinstance(sentences, str)
+        batch = [sentences] if single else list(sentences)
+        out = self.decode(self.translate_ids(self.encode(batch), beam_size, max_len))
+        return out[0] if single else out
+
+    def evaluate(
+        self, pairs: Sequence, beam_size: int = 1, batch_size: int = 256, max_len: int = 32
+    ) -> Evaluation:
+        """在句对（有 ``.zh``、``.en``）上算 完全匹配率 和 sacreBLEU。"""
+        check_positive_int("batch_size", batch_size)
+        if not pairs:
+            raise ValueError("pairs must not be empty")
+        hypotheses: list[str] = []
+        for i in range(0, len(pairs), batch_size):
+            chunk = pairs[i : i + batch_size]
+            hypotheses += self.translate([p.zh for p in chunk], beam_size, max_len)
+        references = [p.en for p in pairs]
+        exact = sum(h == r for h, r in zip(hypotheses, references, strict=True)) / len(pairs)
+        bleu = sacrebleu.corpus_bleu(hypotheses, [references]).score
+        return Evaluation(exact, bleu, tuple(hypotheses), tuple(references))
+
+    @torch.no_grad()
+    def cross_attention(
+        self, sentence: str, layer: int = -1, beam_size: int = 1
+    ) -> tuple[list[str], list[str], Tensor]:
+        """翻译 ``sentence``，返回 (中文词元, 英文词元, 交叉注意力权重)。
+
+        把译文（``<bos>`` + 生成的词元）整段送回解码器，读出第 ``layer`` 个解码器层的交叉注意力。
+        英文词元是每一步 *生成* 的词（含 ``<eos>``），第 t 行是生成第 t 个词时看源句的分布。
+
+        返回:
+            权重形状 (H, T, S)：H 个头，T 个英文词元，S 个中文词元；每行加起来是 1。
+        """
+        check_int("layer", layer)
+        layers = self.model.decoder_layers
+        if not -len(layers) <= layer < len(layers):
+            raise ValueError(f"layer must be in [-{len(layers)}, {len(layers)}), got layer={layer}")
+        src_tokens = self.tokenize(sentence)
+        src = self.encode([sentence])  # (1, S)
+        out = self.translate_ids(src, beam_size)  # (1, 1 + L)
+        produced = out[0, 1:].tolist()
+        eos = self.tgt_vocab.eos_id
+        length = produced.index(eos) + 1 if eos in produced else len(produced)
+        tgt_in = out[:, :length]  # <bos> y_1 … y_{L-1}：(1, T)
+        target = layers[layer]
+        target.need_weights = True
+        try:
+            self.model(src, tgt_in)
+            weights = target.cross_attn_weights[0]  # (1, H, T, S) -> (H, T, S)
+        finally:
+            target.need_weights = False
+        tgt_tokens = self.tgt_vocab.decode(produced[:length])
+        return src_tokens, tgt_tokens, weights
+
+    def save(self, path: str | Path, **metrics) -> None:
+        """存成检查点：配置、两张词表、权重，以及任意的数字指标（如 ``exact_match=0.99``）。"""
+        checkpoint = {
+            "format": CHECKPOINT_FORMAT,
+            "config": dataclasses.asdict(self.model.config),
+            "src_itos": list(self.src_vocab.itos),
+            "tgt_itos": list(self.tgt_vocab.itos),
+            "state_dict": self.model.state_dict(),
+            "metrics": dict(metrics),
+        }
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        torch.save(checkpoint, path)
+
+    @classmethod
+    def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> Translator:
+        """读取 :meth:`save` 存的检查点（``weights_only=True``：不执行检查点里的代码）。"""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no checkpoint at path={str(path)!r}")
+        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+        if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(
+                f"{str(path)!r} is not a tinyformer translator checkpoint "
+                f"(expected format={CHECKPOINT_FORMAT!r})"
+            )
+        model = Transformer(TransformerConfig(**checkpoint["config"]))
+        model.load_state_dict(checkpoint["state_dict"])
+        model.eval()
+        translator = cls(
+            model, Vocab.from_itos(checkpoint["src_itos"]), Vocab.from_itos(checkpoint["tgt_itos"])
+        )
+        translator.metrics = checkpoint["metrics"]
+        return translator
+
+    def __repr__(self) -> str:
+        c = self.model.config
+        return (
+            f"Translator(src_vocab={len(self.src_vocab)}, tgt_vocab={len(self.tgt_vocab)}, "
+            f"d_model={c.d_model}, layers={c.num_encoder_layers}+{c.num_decoder_layers})"
+        )
