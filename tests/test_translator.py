@@ -1,0 +1,136 @@
+"""translator.py、train.py、translate.py：检查点存取（weights_only）、词表外的词、交叉注意力、命令行。"""
+
+import json
+import pickle
+
+import pytest
+import torch
+
+from tinyformer import Vocab
+from tinyformer import train as train_cli
+from tinyformer import translate as translate_cli
+from tinyformer.translation import Pair
+from tinyformer.translator import Translator
+
+SRC_VOCAB = Vocab([["我", "明天", "去", "北京", "。"], ["他", "喝", "绿茶", "吗", "？"]])
+TGT_VOCAB = Vocab([["i", "will", "go", "to", "beijing", "tomorrow", "."]])
+
+
+def tiny_translator(seed=0):
+    return Translator.build(
+        SRC_VOCAB, TGT_VOCAB, d_model=16, num_heads=4, num_layers=1, d_ff=32, seed=seed
+    )
+
+
+def test_build_is_reproducible_and_sized_by_the_vocabularies():
+    a, b = tiny_translator(), tiny_translator()
+    assert a.model.config.src_vocab_size == len(SRC_VOCAB)
+    assert a.model.config.tgt_vocab_size == len(TGT_VOCAB)
+    for pa, pb in zip(a.model.parameters(), b.model.parameters(), strict=True):
+        assert torch.equal(pa, pb)
+
+
+def test_checkpoint_round_trip_gives_identical_translations(tmp_path):
+    translator = tiny_translator()
+    sentences = ["我明天去北京。", "他喝绿茶吗？"]
+    path = tmp_path / "sub" / "model.pt"
+    translator.save(path, test_bleu=12.5)
+    loaded = Translator.load(path)
+    assert loaded.metrics == {"test_bleu": 12.5}
+    assert loaded.src_vocab.itos == SRC_VOCAB.itos and loaded.tgt_vocab.itos == TGT_VOCAB.itos
+    assert loaded.model.config == translator.model.config
+    assert loaded.translate(sentences) == translator.translate(sentences)
+    # 共享的输出层权重在读回后仍然是同一个参数
+    assert loaded.model.output.weight is loaded.model.tgt_embed.embedding.weight
+
+
+class Payload:
+    def __reduce__(self):  # 反序列化时会被调用：weights_only=True 必须拒绝它
+        return (print, ("pwned",))
+
+
+def test_load_refuses_arbitrary_objects(tmp_path):
+    path = tmp_path / "evil.pt"
+    torch.save({"format": "tinyformer-translator-1", "payload": Payload()}, path)
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        Translator.load(path)
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint at path="):
+        Translator.load(tmp_path / "missing.pt")
+    torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="is not a tinyformer translator checkpoint"):
+        Translator.load(tmp_path / "other.pt")
+
+
+def test_unknown_words_are_named():
+    with pytest.raises(ValueError, match=r"has words not in the source vocabulary: \['上海'\]"):
+        tiny_translator().translate("我明天去上海。")
+    with pytest.raises(ValueError, match="sentence must contain at least one word"):
+        tiny_translator().translate("  ")
+
+
+def test_vocab_sizes_must_match_the_model():
+    model = tiny_translator().model
+    with pytest.raises(
+        ValueError, match=r"len\(tgt_vocab\) must equal the model's tgt_vocab_size=11, got 14"
+    ):
+        Translator(model, SRC_VOCAB, SRC_VOCAB)
+
+
+def test_translate_single_and_batch_agree():
+    translator = tiny_translator()
+    batch = translator.translate(["我明天去北京。", "他喝绿茶吗？"], max_len=8)
+    assert translator.translate("他喝绿茶吗？", max_len=8) == batch[1]
+    assert (
+        translator.translate("他喝绿茶吗？", beam_size=3, max_len=8)
+        == translator.translate(["他喝绿茶吗？"], beam_size=3, max_len=8)[0]
+    )
+
+
+def test_cross_attention_shape_and_rows_sum_to_one():
+    translator = tiny_translator()
+    src_tokens, tgt_tokens, weights = translator.cross_attention("我明天去北京。")
+    assert src_tokens == ["我", "明天", "去", "北京", "。"]
+    assert weights.shape == (4, len(tgt_tokens), len(src_tokens))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(4, len(tgt_tokens)))
+    assert not any(layer.need_weights for layer in translator.model.decoder_layers)
+    with pytest.raises(ValueError, match=r"layer must be in \[-1, 1\), got layer=1"):
+        translator.cross_attention("我明天去北京。", layer=1)
+
+
+def test_evaluate_counts_exact_matches():
+    translator = tiny_translator()
+    pairs = [Pair("我明天去北京。", "x", ("我",), "", "", "affirmative", "", "")] * 2
+    hypothesis = translator.translate("我明天去北京。")
+    pairs.append(Pair("我明天去北京。", hypothesis, ("我",), "", "", "affirmative", "", ""))
+    result = translator.evaluate(pairs, batch_size=2)
+    assert result.exact_match == pytest.approx(1 / 3)
+    assert [i for i, _, _ in result.errors()] == [0, 1]
+    assert 0.0 <= result.bleu <= 100.0
+
+
+def test_train_cli_prints_one_json_line_and_saves_a_loadable_checkpoint(tmp_path, capsys):
+    out = tmp_path / "m.pt"
+    metrics = train_cli.main(["--steps", "3", "--out", str(out), "--no-progress", "--seed", "1"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0]) == metrics
+    assert metrics["steps"] == 3 and metrics["seed"] == 1
+    assert {"test_exact_match", "test_bleu", "seconds", "train_seconds"} <= metrics.keys()
+    assert 0.0 <= metrics["test_exact_match"] <= 1.0
+    assert Translator.load(out).metrics["test_bleu"] == metrics["test_bleu"]
+
+    assert translate_cli.main(["--model", str(out), "我明天去北京。", "他爱我。"]) == 2
+    captured = capsys.readouterr()
+    assert len(captured.out.strip().splitlines()) == 1
+    assert "not in the source vocabulary: ['爱']" in captured.err
+
+
+def test_cli_argument_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.main(["--steps", "0"])
+    assert exit_info.value.code == 2
+    assert "--steps must be positive, got 0" in capsys.readouterr().err
+    assert translate_cli.main(["--model", str(tmp_path / "none.pt"), "我"]) == 2
+    assert "no checkpoint at path=" in capsys.readouterr().err
