@@ -68,7 +68,7 @@ def encode_pairs(
         >>> src_vocab, tgt_vocab = corpus.build_vocabs()
         >>> src, tgt = encode_pairs(corpus.train[:1], src_vocab, tgt_vocab)[0]
         >>> src_vocab.decode(src), tgt_vocab.decode(tgt)
-        (['他们', '明天', '不', '去', '北京', '？'], ['<bos>', 'will', 'they', 'go', 'to', 'beijing', '?', '<eos>'])
+        (['学生', '们', '在', '北京', '看', '电影', '吗', '？'], ['<bos>', 'do', 'the', 'students', 'watch', 'movies', 'in', 'beijing', '?', '<eos>'])
     """
     return [
         (

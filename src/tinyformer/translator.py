@@ -62,16 +62,16 @@ class Translator:
     例子::
 
         >>> from tinyformer import TransformerConfig, Transformer, Vocab
-        >>> src_vocab, tgt_vocab = Vocab([["我", "爱", "你"]]), Vocab([["i", "love", "you"]])
+        >>> src_vocab, tgt_vocab = Vocab([["我", "爱", "北京"]]), Vocab([["i", "love", "beijing"]])
         >>> config = TransformerConfig(len(src_vocab), len(tgt_vocab), d_model=16, num_heads=4,
         ...     num_encoder_layers=1, num_decoder_layers=1, d_ff=32, max_len=40)
         >>> translator = Translator(Transformer(config), src_vocab, tgt_vocab)
-        >>> isinstance(translator.translate("我爱你"), str)
+        >>> isinstance(translator.translate("我爱北京"), str)
         True
-        >>> translator.translate("我爱她")
+        >>> translator.translate("我爱上海")
         Traceback (most recent call last):
         ...
-        ValueError: sentence '我爱她' has words not in the source vocabulary: ['她']; the model can only translate words it was trained on
+        ValueError: sentence '我爱上海' has words not in the source vocabulary: ['上海']; the model can only translate words it was trained on
     """
 
     def __init__(self, model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab):
