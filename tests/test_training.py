@@ -173,6 +173,8 @@ def test_train_errors():
         train(tiny_model(), EXAMPLES)
     with pytest.raises(ValueError, match="max_steps must be a positive integer, got max_steps=0"):
         train(tiny_model(), EXAMPLES, max_steps=0)
+    with pytest.raises(TypeError, match="model.config must be a TransformerConfig, got NoneType"):
+        train(torch.nn.Linear(2, 2), EXAMPLES, max_steps=1)
     with pytest.raises(ValueError, match="examples must not be empty"):
         train(tiny_model(), [], max_steps=1)
     with pytest.raises(ValueError, match="sequences must not be empty"):

@@ -24,10 +24,17 @@ V     词表大小 vocab_size
     >>> config = tf.GPTConfig(vocab_size=10, max_len=8, d_model=16, num_heads=4, num_layers=1)
     >>> tf.GPT(config)(torch.tensor([[1, 2, 3]])).shape  # (B, T) -> (B, T, V)
     torch.Size([1, 3, 10])
+
+第 8 章的训练与翻译在子模块里：``tinyformer.training``（批量、损失、学习率、训练循环）、
+``tinyformer.translation``（语料）、``tinyformer.translator``（翻译器与检查点）、
+``tinyformer.widgets``（交互控件），以及命令行 ``python -m tinyformer.train`` /
+``python -m tinyformer.translate``。``tinyformer.translation`` 在导入时会调整 jieba 的词典
+（把“不去”“没买”这类否定词切开），所以这里不自动导入它们。
 """
 
 from .attention import MultiHeadAttention, ScaledDotProductAttention, scaled_dot_product_attention
 from .cache import KVCache
+from .decoding import beam_search, greedy_decode
 from .device import default_device
 from .embedding import TokenEmbedding
 from .feedforward import NewGELU, PositionWiseFFN
@@ -69,6 +76,8 @@ __all__ = [
     "TransformerConfig",
     "Transformer",
     "KVCache",
+    "greedy_decode",
+    "beam_search",
     # 工具
     "default_device",
     "copy_from_torch",

@@ -26,7 +26,7 @@ from ._checks import (
     check_positive_int,
     check_tensor,
 )
-from .model import Transformer
+from .model import TransformerConfig
 from .text import Vocab, tokenize_en, tokenize_zh
 
 
@@ -219,7 +219,7 @@ class TrainHistory:
 
 
 def train(
-    model: Transformer,
+    model: nn.Module,
     examples: Sequence[tuple[list[int], list[int]]],
     max_steps: int | None = None,
     max_seconds: float | None = None,
@@ -238,7 +238,9 @@ def train(
     完全相同；给 ``max_seconds`` 时走多少步取决于机器快慢。
 
     参数:
-        model: :class:`~tinyformer.Transformer`，训练后保持 ``train()`` 模式。
+        model: :class:`~tinyformer.Transformer`，或任何 ``forward(src, tgt_in)`` 返回 logits、
+            带 ``config``（:class:`~tinyformer.TransformerConfig`）属性的模块（基准脚本用它
+            训练同尺寸的 ``torch.nn.Transformer``）。训练后保持 ``train()`` 模式。
         examples: :func:`encode_pairs` 的结果。
         max_steps: 最多多少步（``None`` 表示不限，但这时必须给 ``max_seconds``）。
         max_seconds: 最多多少秒的墙钟时间。
@@ -253,7 +255,8 @@ def train(
     返回:
         :class:`TrainHistory`。
     """
-    check_instance("model", model, Transformer)
+    check_instance("model", model, nn.Module)
+    check_instance("model.config", getattr(model, "config", None), TransformerConfig)
     if max_steps is None and max_seconds is None:
         raise ValueError("give max_steps or max_seconds (or both), got neither")
     if max_steps is not None:

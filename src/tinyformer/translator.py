@@ -99,7 +99,7 @@ class Translator:
         num_layers: int = 2,
         d_ff: int = 256,
         dropout: float = 0.1,
-        max_len: int = 64,
+        max_len: int = 80,
         seed: int = 0,
     ) -> Translator:
         """按词表大小建一个新的（未训练的）小模型：编码器、解码器各 ``num_layers`` 层。
