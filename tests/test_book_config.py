@@ -97,3 +97,18 @@ def test_ci_runs_the_readme_commands():
 def test_binder_pins_the_same_torch_as_requirements():
     pin = re.search(r"^torch==([\d.]+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
     assert f"torch=={pin}+cpu" in (ROOT / "binder" / "requirements.txt").read_text()
+
+
+def test_preface_shape_letters_match_the_package_docstring():
+    """形状字母表印在两处：包的文档字符串与前言（附录的符号表链接到前言的那张表）。"""
+    import tinyformer
+
+    preface = json.loads((ROOT / "chapters" / "ch00_preface.ipynb").read_text(encoding="utf-8"))
+    table = next(
+        "".join(c["source"])
+        for c in preface["cells"]
+        if "(preface-shape-letters)=" in "".join(c["source"])
+    )
+    in_preface = re.findall(r"^\| `([A-Z])` \|", table, re.M)
+    in_package = re.findall(r"^([A-Z])\s{2,}\S", tinyformer.__doc__, re.M)
+    assert in_preface == in_package == ["B", "T", "S", "C", "H", "D", "V"]
