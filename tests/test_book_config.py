@@ -97,3 +97,47 @@ def test_ci_runs_the_readme_commands():
 def test_binder_pins_the_same_torch_as_requirements():
     pin = re.search(r"^torch==([\d.]+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
     assert f"torch=={pin}+cpu" in (ROOT / "binder" / "requirements.txt").read_text()
+
+
+def test_preface_shape_letters_match_the_package_docstring():
+    """形状字母表印在两处：包的文档字符串与前言（附录的符号表链接到前言的那张表）。"""
+    import tinyformer
+
+    preface = json.loads((ROOT / "chapters" / "ch00_preface.ipynb").read_text(encoding="utf-8"))
+    table = next(
+        "".join(c["source"])
+        for c in preface["cells"]
+        if "(preface-shape-letters)=" in "".join(c["source"])
+    )
+    in_preface = re.findall(r"^\| `([A-Z])` \|", table, re.M)
+    in_package = re.findall(r"^([A-Z])\s{2,}\S", tinyformer.__doc__, re.M)
+    assert in_preface == in_package == ["B", "T", "S", "C", "H", "D", "V"]
+
+
+STATS_FILE = ROOT / "chapters" / "execution_stats.json"
+STATS_NOTEBOOK = "appendix_stats.ipynb"
+
+
+def test_every_notebook_has_execution_stats():
+    """附录“执行统计”的数据：目录里的每个笔记本（统计页自己除外）都有一条，字段齐全。"""
+    stats = json.loads(STATS_FILE.read_text(encoding="utf-8"))
+    expected = {p.relative_to(ROOT).as_posix() for p in NOTEBOOKS if p.name != STATS_NOTEBOOK}
+    missing = sorted(expected - set(stats))
+    assert not missing, f"没有执行统计，请运行 python3 tasks.py execute {' '.join(missing)}"
+    stale = sorted(set(stats) - expected)
+    assert not stale, f"这些条目不在 _toc.yml 里，请从 {STATS_FILE.name} 删去：{stale}"
+    fields = {"seconds", "date", "python", "torch", "tinyformer", "cpu", "cpu_count"}
+    for name, entry in stats.items():
+        assert set(entry) == fields, name
+        assert entry["seconds"] > 0 and re.fullmatch(r"\d{4}-\d{2}-\d{2}", entry["date"]), name
+
+
+def test_execution_stats_merge_updates_only_the_executed_notebooks(tmp_path, monkeypatch):
+    execute_notebooks = _load_tool("execute_notebooks")
+    monkeypatch.setattr(execute_notebooks, "STATS_FILE", tmp_path / "stats.json")
+    execute_notebooks.record_stats({"a.ipynb": {"seconds": 1.0}, "b.ipynb": {"seconds": 2.0}})
+    execute_notebooks.record_stats({"b.ipynb": execute_notebooks.stats_entry(3.04)})
+    stats = json.loads((tmp_path / "stats.json").read_text(encoding="utf-8"))
+    assert stats["a.ipynb"] == {"seconds": 1.0}
+    assert stats["b.ipynb"]["seconds"] == 3.0
+    assert stats["b.ipynb"]["torch"].startswith("2.")

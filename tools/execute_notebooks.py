@@ -9,16 +9,24 @@
   控件的 model id 每次运行都是随机的，这里按出现顺序换成由笔记本名导出的固定 id；
 - 先把各章的 Colab 安装单元格同步成 ``_config.yml`` 里的仓库地址（见 ``colab_setup.py``）；
 - 元数据里去掉随机器而变的 Python 小版本号；
-- 打印每章的执行秒数，并写入 ``_build/execution_times.json``（附录的执行统计用）。
+- 每章的执行秒数、日期（UTC）、Python / PyTorch / tinyformer 的版本和 CPU 记进
+  ``chapters/execution_stats.json``（进仓库；只更新执行了的那几章，其余条目保留）。笔记本本身
+  不含时间，重新执行仍逐字节相同；
+- 执行了其他笔记本之后，再执行一次附录“执行统计”（``chapters/appendix_stats.ipynb``），
+  它保存的表格因此总与 JSON 一致（nbval 核对）。它自己不记进统计。
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
+import os
+import platform
 import re
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import nbformat
@@ -29,6 +37,8 @@ from colab_setup import sync_setup_cell  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ID = re.compile(r"[0-9a-f]{32}")
+STATS_FILE = ROOT / "chapters" / "execution_stats.json"
+STATS_NOTEBOOK = ROOT / "chapters" / "appendix_stats.ipynb"
 
 
 def toc_notebooks() -> list[Path]:
@@ -111,16 +121,52 @@ def execute(path: Path) -> float:
     return seconds
 
 
+def cpu_model() -> str:
+    """CPU 型号（Linux 读 /proc/cpuinfo，其他系统用 platform 给的名字）。"""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def stats_entry(seconds: float) -> dict:
+    """一章的执行统计。内核与本脚本用同一个解释器（.venv），版本取自这里。"""
+    return {
+        "seconds": round(seconds, 1),
+        "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "python": platform.python_version(),
+        "torch": version("torch"),
+        "tinyformer": version("tinyformer"),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def record_stats(entries: dict[str, dict]) -> None:
+    """把新测的条目并进 STATS_FILE：只覆盖这次执行了的笔记本。"""
+    stats = json.loads(STATS_FILE.read_text(encoding="utf-8")) if STATS_FILE.exists() else {}
+    stats.update(entries)
+    text = json.dumps(stats, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    STATS_FILE.write_text(text, encoding="utf-8")
+
+
 def main(argv: list[str]) -> None:
     paths = [Path(a).resolve() for a in argv] or toc_notebooks()
-    times_file = ROOT / "_build" / "execution_times.json"
-    times = json.loads(times_file.read_text()) if times_file.exists() else {}
-    for path in paths:
+    chapters = [p for p in paths if p != STATS_NOTEBOOK]
+    entries = {}
+    for path in chapters:
         seconds = execute(path)
-        times[path.relative_to(ROOT).as_posix()] = round(seconds, 1)
+        entries[path.relative_to(ROOT).as_posix()] = stats_entry(seconds)
         print(f"{path.relative_to(ROOT)}: {seconds:.1f} s", flush=True)
-    times_file.parent.mkdir(exist_ok=True)
-    times_file.write_text(json.dumps(times, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    if entries:
+        record_stats(entries)
+    if (entries or STATS_NOTEBOOK in paths) and STATS_NOTEBOOK.exists():
+        seconds = execute(STATS_NOTEBOOK)  # 表格取自刚更新的 STATS_FILE
+        print(
+            f"{STATS_NOTEBOOK.relative_to(ROOT)}: {seconds:.1f} s（执行统计，不计入）", flush=True
+        )
 
 
 if __name__ == "__main__":
