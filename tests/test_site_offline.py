@@ -4,8 +4,12 @@
 几处：第三方库代码里从不被请求的默认值。是否真的什么都不从外部取，由 test_browser.py 在浏览器里核对。
 """
 
+import importlib.util
 import re
 from fnmatch import fnmatch
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # CDN 的主机名：常见的公共 CDN，以及任何 cdn.* 子域名（cdn.jsdelivr.net、cdn.mathjax.org、cdn.plot.ly……）
 CDN_URL = re.compile(
@@ -89,3 +93,19 @@ def test_widget_pages_load_the_local_widget_manager(site):
     assert 'src="../_static/requirejs/require.js' in page
     assert 'src="../_static/html-manager/embed-amd.js' in page
     assert (site / "_static" / "html-manager" / "embed-amd.js").stat().st_size > 1_000_000
+
+
+def test_pinned_web_assets_are_the_versions_myst_nb_would_load_from_a_cdn():
+    from myst_nb.core.config import ipywidgets_js_factory
+
+    spec = importlib.util.spec_from_file_location("web_assets", ROOT / "tools" / "web_assets.py")
+    web_assets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(web_assets)
+    defaults = " ".join(ipywidgets_js_factory())
+    for name, (version, integrity, _, _) in web_assets.PACKAGES.items():
+        cdn_name = {"requirejs": "require.js"}.get(name, name)  # cdnjs 上 requirejs 叫 require.js
+        assert re.search(rf"{re.escape(cdn_name)}[@/]{re.escape(version)}/", defaults), (
+            name,
+            defaults,
+        )
+        assert integrity.startswith("sha512-")

@@ -56,11 +56,14 @@ def fetch(name: str) -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         print(f"+ npm pack {name}@{version}", flush=True)
-        subprocess.run(
-            ["npm", "pack", f"{name}@{version}", "--pack-destination", tmp, "--silent"],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        try:
+            subprocess.run(
+                ["npm", "pack", f"{name}@{version}", "--pack-destination", tmp, "--silent"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+        except FileNotFoundError:
+            sys.exit("需要 npm（Node.js）来取网页脚本：例如 apt-get install npm")
         (tarball,) = Path(tmp).glob("*.tgz")
         data = tarball.read_bytes()
         if sha512_integrity(data) != integrity:
