@@ -38,8 +38,13 @@ PACKAGES = {
         "html-manager",
         # embed-amd.js 自带 base/controls/output 三个控件模块和样式；样式里的图标字体
         # 从 embed-amd.js 所在目录加载（webpack 的 publicPath 取自它自己的地址）。
-        ["package/LICENSE", "package/dist/embed-amd.js"]
-        + [f"package/dist/*.{ext}" for ext in ("woff2", "woff", "ttf", "eot", "svg")],
+        # 浏览器取 @font-face 里第一个认识的格式：woff2，旧浏览器 woff；eot/ttf/svg 不再需要。
+        [
+            "package/LICENSE",
+            "package/dist/embed-amd.js",
+            "package/dist/*.woff2",
+            "package/dist/*.woff",
+        ],
     ),
 }
 
