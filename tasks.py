@@ -1,6 +1,6 @@
 """从零开始的两条命令（只需要 Python 3.10+ 和 git，不需要 make）。
 
-    python3 tasks.py book      建 .venv、安装 requirements.txt、严格构建 HTML（-W -n --keep-going）
+    python3 tasks.py book      建 .venv、安装 requirements.txt、取前端文件（npm）、严格构建 HTML（-W -n --keep-going）
     python3 tasks.py test      建 .venv、安装 requirements.txt、ruff + 单元测试 + 各章 nbval
     python3 tasks.py execute [chapters/xx.ipynb ...]   改了代码后重新执行笔记本、保存输出
 
@@ -44,6 +44,7 @@ def setup() -> None:
 
 
 def book() -> None:
+    run(PY, "tools/web_assets.py")  # 固定版本的 require.js 与控件管理器，放进 _vendor/
     run(BIN / "jupyter-book", "build", ".", "--builder", "html", "-W", "-n", "--keep-going")
     print(f"\n书已构建：{ROOT / '_build' / 'html' / 'index.html'}")
 

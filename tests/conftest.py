@@ -1,5 +1,29 @@
-"""单元测试用一个线程：测试里的张量都很小，多线程只带来调度开销，机器忙时尤其明显。"""
+"""单元测试用一个线程：测试里的张量都很小，多线程只带来调度开销，机器忙时尤其明显。
 
+另有构建好的网站的 fixture（网站测试与浏览器测试共用）。
+"""
+
+import os
+from pathlib import Path
+
+import pytest
 import torch
 
 torch.set_num_threads(1)
+
+SITE = Path(__file__).resolve().parents[1] / "_build" / "html"
+
+
+def skip_or_fail(reason: str) -> None:
+    """缺少前提时本地跳过；CI（CI=true）里必须真的测到，所以改为失败。"""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}（CI=true：不允许跳过）")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def site() -> Path:
+    """构建好的网站 _build/html；没有就跳过（CI 里失败）。"""
+    if not (SITE / "index.html").exists():
+        skip_or_fail(f"{SITE} 不存在：先运行 python3 tasks.py book")
+    return SITE

@@ -91,7 +91,11 @@ def test_every_github_link_points_at_the_configured_repository():
 def test_ci_runs_the_readme_commands():
     commands = readme_commands.readme_commands()
     assert commands == ["python3 tasks.py book", "python3 tasks.py test"]
-    assert "tools/readme_commands.py" in (ROOT / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "tools/readme_commands.py" in ci
+    # 网站与浏览器测试读构建好的网站：先构建（第 1 条），再测试（第 2 条）
+    assert ci.index('bash -c "${commands[0]}"') < ci.index('bash -c "${commands[1]}"')
+    assert "apt-get install -y chromium fonts-noto-cjk" in ci
 
 
 def test_binder_pins_the_same_torch_as_requirements():
