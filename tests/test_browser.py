@@ -53,15 +53,22 @@ SEARCHES = {
 }
 
 
+def is_notebook(name):
+    """目录里的页面是笔记本（.ipynb）还是纯文本的 MyST Markdown（.md，例如术语表）。"""
+    return (ROOT / f"{name}.ipynb").exists()
+
+
 def notebook(name):
     return json.loads((ROOT / f"{name}.ipynb").read_text(encoding="utf-8"))
 
 
 def has_widgets(name):
-    return bool(notebook(name)["metadata"].get("widgets"))
+    return is_notebook(name) and bool(notebook(name)["metadata"].get("widgets"))
 
 
 def has_math(name):
+    if not is_notebook(name):
+        return "$" in (ROOT / f"{name}.md").read_text(encoding="utf-8")
     cells = notebook(name)["cells"]
     return any(c["cell_type"] == "markdown" and "$" in "".join(c["source"]) for c in cells)
 
@@ -205,13 +212,16 @@ def test_chapter_page(visit, name):
     )
     assert broken == []
 
-    # 启动按钮指向本章的笔记本，仓库与分支取自 _config.yml
-    repo = urlparse(CONFIG["repository"]["url"]).path.strip("/")
-    branch = CONFIG["repository"]["branch"]
-    buttons = CONFIG["launch_buttons"]
-    links = launch_links(page)
-    assert f"{buttons['binderhub_url']}/v2/gh/{repo}/{branch}?urlpath=tree/{name}.ipynb" in links
-    assert f"{buttons['colab_url']}/github/{repo}/blob/{branch}/{name}.ipynb" in links
+    # 启动按钮指向本章的笔记本，仓库与分支取自 _config.yml（纯 Markdown 的附录页没有可运行的代码，没有启动按钮）
+    if is_notebook(name):
+        repo = urlparse(CONFIG["repository"]["url"]).path.strip("/")
+        branch = CONFIG["repository"]["branch"]
+        buttons = CONFIG["launch_buttons"]
+        links = launch_links(page)
+        assert (
+            f"{buttons['binderhub_url']}/v2/gh/{repo}/{branch}?urlpath=tree/{name}.ipynb" in links
+        )
+        assert f"{buttons['colab_url']}/github/{repo}/blob/{branch}/{name}.ipynb" in links
 
     page.wait_for_load_state("networkidle")
     assert v.external == []
@@ -245,6 +255,8 @@ def test_search_finds_the_chapters_that_teach_a_term(visit, site, term):
         ("chapters/ch00_preface", None),
         ("chapters/ch03_positional_encoding", "mjx-container[display=true] >> visible=true"),
         ("chapters/ch05_attention", ".widget-vbox >> visible=true"),
+        ("chapters/ch08_translation", ".widget-interact >> visible=true"),
+        ("chapters/appendix_glossary", None),
     ],
 )
 def test_screenshot(visit, name, scroll_to):
