@@ -1,4 +1,4 @@
-"""重新执行各章笔记本并把输出存回原文件，可复现：连续运行两次，文件逐字节相同。
+"""重新执行各章笔记本并把输出存回原文件，可复现：连续运行两次，文件逐字节相同（打印用时的单元格除外）。
 
     python tools/execute_notebooks.py                     # 执行 _toc.yml 里的全部笔记本
     python tools/execute_notebooks.py chapters/ch05.ipynb # 只执行指定的笔记本
