@@ -134,3 +134,29 @@ def test_cli_argument_errors(tmp_path, capsys):
     assert "--steps must be positive, got 0" in capsys.readouterr().err
     assert translate_cli.main(["--model", str(tmp_path / "none.pt"), "我"]) == 2
     assert "no checkpoint at path=" in capsys.readouterr().err
+
+
+def test_show_translation_plots_known_words_and_explains_unknown_ones(capsys, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tinyformer.widgets import show_translation, translation_explorer
+
+    monkeypatch.setattr(plt, "show", lambda: None)
+    translator = tiny_translator()
+    expected = translator.translate("我明天去北京。")
+    assert show_translation(translator, "我明天去北京。") == expected
+    assert capsys.readouterr().out.startswith(f"我明天去北京。  →  {expected}")
+    image = plt.gca().get_images()[0]
+    assert image.get_array().shape[1] == 5  # 列是 5 个中文词元
+    plt.close("all")
+
+    assert show_translation(translator, "我明天去上海。") is None
+    message = capsys.readouterr().out
+    assert message.startswith("无法翻译：") and "['上海']" in message
+    assert plt.get_fignums() == []  # 不认识的词：只有说明，没有图
+    widget = translation_explorer(translator, "我明天去北京。")
+    assert widget.children[0].value == "我明天去北京。"
+    plt.close("all")
