@@ -127,6 +127,16 @@ def test_train_cli_prints_one_json_line_and_saves_a_loadable_checkpoint(tmp_path
     assert "not in the source vocabulary: ['爱']" in captured.err
 
 
+def test_fit_translator_keeps_the_weights_it_reports():
+    translator, history, corpus, best = train_cli.fit_translator(
+        max_steps=4, eval_every=2, progress=False
+    )
+    assert history.steps == 4 and best["best_step"] in (2, 4)
+    # 报告的验证集分数就是装回模型的那份权重的分数
+    assert translator.evaluate(corpus.valid).exact_match == best["best_valid_exact_match"]
+    assert not translator.model.training
+
+
 def test_cli_argument_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         train_cli.main(["--steps", "0"])

@@ -3,6 +3,7 @@
     python -m tinyformer.train --seconds 120 --out runs/zh_en.pt
     python -m tinyformer.train --steps 600 --seed 1
 
+训练时每 200 步在验证集上评估一次，保存验证集上最好的那份权重（见 :func:`fit_translator`）。
 训练时打印进度条（stderr），最后在 stdout 打印 **一行 JSON** 指标，便于脚本读取，例如::
 
     {"seed": 0, "steps": 812, "seconds": 61.3, "test_exact_match": 0.999, "test_bleu": 99.9, ...}
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import time
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 
 import torch
 
+from ._checks import check_positive_int
 from .training import TrainHistory, encode_pairs, train
 from .translation import TranslationCorpus, generate_corpus
 from .translator import Translator
@@ -28,13 +31,35 @@ def fit_translator(
     max_steps: int | None = None,
     max_seconds: float | None = None,
     progress: bool = True,
-    callback=None,
-) -> tuple[Translator, TrainHistory, TranslationCorpus]:
-    """生成语料（``seed``）、建第 8 章尺寸的模型、训练；返回 (翻译器, 训练记录, 语料)。"""
+    eval_every: int = 200,
+) -> tuple[Translator, TrainHistory, TranslationCorpus, dict]:
+    """生成语料（``seed``）、建第 8 章尺寸的模型、训练，按验证集挑选权重。
+
+    每 ``eval_every`` 步在 **验证集** 上算一次完全匹配率，记下最好的那一份权重（同分时取较早的）；
+    训练结束后把它装回模型。测试集只在最后用一次——挑选权重不能看测试集，否则测试分数就不再是
+    "没见过的数据"上的分数了。
+
+    返回:
+        (翻译器, 训练记录, 语料, ``{"best_step": 步数, "best_valid_exact_match": 完全匹配率}``)。
+    """
+    check_positive_int("eval_every", eval_every)
     corpus = generate_corpus(seed=seed)
     src_vocab, tgt_vocab = corpus.build_vocabs()
     translator = Translator.build(src_vocab, tgt_vocab, seed=seed)
     examples = encode_pairs(corpus.train, src_vocab, tgt_vocab)
+    best = {"best_step": 0, "best_valid_exact_match": -1.0}
+    best_state = None
+
+    def select(step: int, model) -> bool:
+        nonlocal best_state
+        if step % eval_every == 0:
+            exact = translator.evaluate(corpus.valid).exact_match
+            model.train()  # evaluate 把模型切到了 eval 模式
+            if exact > best["best_valid_exact_match"]:
+                best.update(best_step=step, best_valid_exact_match=exact)
+                best_state = copy.deepcopy(model.state_dict())
+        return False
+
     history = train(
         translator.model,
         examples,
@@ -42,9 +67,15 @@ def fit_translator(
         max_seconds=max_seconds,
         seed=seed,
         progress=progress,
-        callback=callback,
+        callback=select,
     )
-    return translator, history, corpus
+    final = translator.evaluate(corpus.valid).exact_match  # 最后一步的权重也参加挑选
+    if final >= best["best_valid_exact_match"]:
+        best.update(best_step=history.steps, best_valid_exact_match=final)
+    else:
+        translator.model.load_state_dict(best_state)
+    translator.model.eval()
+    return translator, history, corpus, best
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -74,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
 
     start = time.perf_counter()
-    translator, history, corpus = fit_translator(
+    translator, history, corpus, best = fit_translator(
         args.seed, args.steps, args.seconds, progress=not args.no_progress
     )
     test = translator.evaluate(corpus.test, beam_size=args.beam_size)
@@ -84,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "steps": history.steps,
         "train_seconds": round(history.seconds, 1),
         "final_loss": round(history.losses[-1], 4),
+        "best_step": best["best_step"],
         "valid_exact_match": round(valid.exact_match, 4),
         "valid_bleu": round(valid.bleu, 2),
         "test_exact_match": round(test.exact_match, 4),
