@@ -8,7 +8,6 @@
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,7 +15,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-INDEX = ROOT / "_build" / "html" / "searchindex.js"
 GLOSSARY = ROOT / "chapters" / "appendix_glossary.md"
 
 # 术语 -> 讲解它的章节（必须都在这个词的索引条目里）
@@ -46,13 +44,9 @@ search_dict = _load_search_dict()
 
 
 @pytest.fixture(scope="module")
-def index():
-    if not INDEX.exists():
-        message = f"{INDEX.relative_to(ROOT)} 不存在：先运行 python3 tasks.py book"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    text = INDEX.read_text(encoding="utf-8")
+def index(site):
+    """构建出的搜索索引；没有构建结果时跳过，CI 里失败（conftest.py 的 site）。"""
+    text = (site / "searchindex.js").read_text(encoding="utf-8")
     assert text.startswith("Search.setIndex("), text[:40]
     return json.loads(text[len("Search.setIndex(") : text.rindex(")")])
 
@@ -113,12 +107,12 @@ console.log(JSON.stringify(found));
 """
 
 
-def test_browser_query_finds_the_chapters(index, tmp_path):
+def test_browser_query_finds_the_chapters(index, site, tmp_path):
     """把整词当作查询，交给构建出的 searchtools.js 本身（在 Node 里运行）：结果里要有讲解它的章节。"""
     node = shutil.which("node")
     if node is None:
         pytest.skip("没有 node：只检查了索引（上面的测试），没有运行 searchtools.js")
-    static = INDEX.parent / "_static"
+    static = site / "_static"
     script = tmp_path / "query.js"
     script.write_text(
         NODE_DRIVER
