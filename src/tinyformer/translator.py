@@ -51,6 +51,25 @@ class Evaluation:
         ]
 
 
+def score(hypotheses: Sequence[str], references: Sequence[str]) -> Evaluation:
+    """译文与参考译文 → :class:`Evaluation`（完全匹配率与 sacreBLEU）。
+
+    例子::
+
+        >>> result = score(["I eat apples.", "He go."], ["I eat apples.", "He goes."])
+        >>> result.exact_match, [i for i, _, _ in result.errors()]
+        (0.5, [1])
+    """
+    if len(hypotheses) != len(references) or not references:
+        raise ValueError(
+            "hypotheses and references must be non-empty and of equal length, "
+            f"got {len(hypotheses)} and {len(references)}"
+        )
+    exact = sum(h == r for h, r in zip(hypotheses, references, strict=True)) / len(references)
+    bleu = sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score
+    return Evaluation(exact, bleu, tuple(hypotheses), tuple(references))
+
+
 class Translator:
     """中译英翻译器 = :class:`~tinyformer.Transformer` + 源词表 + 目标词表。
 
@@ -176,10 +195,7 @@ class Translator:
         for i in range(0, len(pairs), batch_size):
             chunk = pairs[i : i + batch_size]
             hypotheses += self.translate([p.zh for p in chunk], beam_size, max_len)
-        references = [p.en for p in pairs]
-        exact = sum(h == r for h, r in zip(hypotheses, references, strict=True)) / len(pairs)
-        bleu = sacrebleu.corpus_bleu(hypotheses, [references]).score
-        return Evaluation(exact, bleu, tuple(hypotheses), tuple(references))
+        return score(hypotheses, [p.en for p in pairs])
 
     @torch.no_grad()
     def cross_attention(
