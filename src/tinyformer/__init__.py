@@ -34,6 +34,7 @@ V     词表大小 vocab_size
 
 from .attention import MultiHeadAttention, ScaledDotProductAttention, scaled_dot_product_attention
 from .cache import KVCache
+from .compare import agree, magnitude
 from .decoding import beam_search, greedy_decode
 from .device import default_device
 from .embedding import TokenEmbedding
@@ -79,6 +80,8 @@ __all__ = [
     "greedy_decode",
     "beam_search",
     # 工具
+    "agree",
+    "magnitude",
     "default_device",
     "copy_from_torch",
 ]
