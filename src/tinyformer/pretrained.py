@@ -1,0 +1,55 @@
+"""随包发布的第 8 章中译英模型（第 8 章"训练好的权重"讲解）。
+
+训练的结果随 CPU 而变：不同的处理器（AVX-512、AVX2 或不带向量指令）、不同的线程数，浮点数的
+求和顺序不同，几百步之后权重就不一样了。所以第 8 章现场训练一次、只核对"损失降到了多少以下"，
+后面的分析（译错的句子、早期检查点、束搜索、交叉注意力）都读这里的权重：它们是用文档里的命令
+训练一次得到的，推理在任何 CPU 上都给出同样的译文。
+
+权重由 ``python tools/ship_weights.py`` 生成，它运行::
+
+    python -m tinyformer.train --steps 100 --seed 0 --out src/tinyformer/weights/zh_en_step100.pt
+    python -m tinyformer.train --steps 150 --seed 0 --out src/tinyformer/weights/zh_en_step150.pt
+    python -m tinyformer.train --steps 600 --seed 0 --out src/tinyformer/weights/zh_en_step600.pt
+
+并把命令、torch 版本、日期、CPU 和各自的指标写进 ``weights/zh_en.json``（:func:`provenance`）。
+学习率只取决于步数、数据顺序只取决于种子，所以第 100 步的检查点就是 600 步训练途中的第 100 步。
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+
+from .translator import Translator
+
+__all__ = ["STEPS", "checkpoint_path", "load_translator", "provenance"]
+
+STEPS = (100, 150, 600)  # 随包发布的检查点：训练第 100、150、600 步
+_WEIGHTS = files("tinyformer") / "weights"
+
+
+def checkpoint_path(step: int = 600) -> Path:
+    """第 ``step`` 步的检查点文件的路径（``step`` 取 :data:`STEPS` 之一）。"""
+    if isinstance(step, bool) or not isinstance(step, int) or step not in STEPS:
+        raise ValueError(f"step must be one of {STEPS}, got step={step!r}")
+    return Path(str(_WEIGHTS / f"zh_en_step{step}.pt"))
+
+
+def load_translator(step: int = 600) -> Translator:
+    """读入随包发布的第 ``step`` 步的翻译器（``weights_only=True``），处于 eval 模式。
+
+    例子::
+
+        >>> from tinyformer.pretrained import load_translator
+        >>> load_translator().translate("我明天在学校看小说。")
+        'I will read novels at school tomorrow.'
+    """
+    translator = Translator.load(checkpoint_path(step))
+    translator.model.eval()
+    return translator
+
+
+def provenance() -> dict:
+    """这些权重从哪里来：命令、torch 版本、日期、CPU，以及每个检查点训练结束时打印的指标。"""
+    return json.loads((_WEIGHTS / "zh_en.json").read_text(encoding="utf-8"))
