@@ -65,3 +65,13 @@ def test_heatmap_labels_and_bad_shapes():
     with pytest.raises(ValueError, match="x labels must have 3 entries"):
         plotting.plot_heatmap(torch.rand(2, 3), col_labels=["a"])
     plt.close("all")
+
+
+def test_annotations_are_readable_on_every_cell_colour():
+    """字的颜色按格子的亮度选：发散色图中间接近白色的格子（接近 0 的值）写黑字，两端深色的格子写白字。"""
+    image = plotting.plot_heatmap(
+        torch.tensor([[-1.0, 0.0, 1.0]]), cmap="RdBu", annotate=True, vmin=-1, vmax=1
+    )
+    colors = [text.get_color() for text in image.axes.texts]
+    assert colors == ["white", "black", "white"]
+    plt.close("all")

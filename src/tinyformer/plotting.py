@@ -33,7 +33,20 @@ def setup_chinese_font() -> str:
     matplotlib.rcParams["font.family"] = ["DejaVu Sans", FONT_NAME]
     matplotlib.rcParams["axes.unicode_minus"] = False  # 负号用 ASCII，两种字体都有
     matplotlib.rcParams["svg.hashsalt"] = "tinyformer"  # SVG 输出可复现
+    _inline_figures_at_double_resolution()
     return FONT_NAME
+
+
+def _inline_figures_at_double_resolution() -> None:
+    """在 Jupyter 里把图存成两倍分辨率的 PNG（"retina"）：网页按原尺寸显示，文字和细线在高分屏、
+    放大后都清楚。不在 IPython 内核里（脚本、测试）时什么也不做。"""
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:  # 没装 IPython 的环境
+        return
+    if get_ipython() is not None:
+        set_matplotlib_formats("retina")
 
 
 def plot_heatmap(
@@ -89,10 +102,11 @@ def plot_heatmap(
                 rotation=90 if max(map(len, map(str, labels)), default=0) > 3 else 0,
             )
     if annotate:
-        mid = (data.max() + data.min()) / 2
         for i in range(data.shape[0]):
             for j in range(data.shape[1]):
-                color = "black" if data[i, j] > mid else "white"
+                # 按格子实际的颜色选字的颜色：亮底黑字、暗底白字（任何色图都适用）
+                red, green, blue, _ = image.cmap(image.norm(data[i, j]))
+                color = "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
                 ax.text(
                     j, i, fmt.format(data[i, j]), ha="center", va="center", color=color, fontsize=8
                 )
