@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -348,17 +349,22 @@ def _read_checkpoint(path: Path, map_location) -> dict:
     try:
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # noqa: BLE001 - torch 会抛出 RuntimeError、EOFError、UnpicklingError……
-        if "Weights only load failed" in str(err):
+        text = str(err)
+        if "Unsupported global" in text:  # pickle 想调用一个函数或建一个类：这正是要挡住的
+            found = re.search(r"GLOBAL (\S+)", text)
             _refuse(
                 path,
-                "holds objects other than tensors, numbers and strings; "
-                "refused by torch.load(weights_only=True), nothing in it was run",
+                "holds objects other than tensors, numbers and strings "
+                f"({found.group(1) if found else 'a Python object'}); refused by "
+                "torch.load(weights_only=True), nothing in it was run",
             )
-        first_line = str(err).splitlines()[0] if str(err) else ""
+        # 随机字节被当成 pickle 时 torch 的消息很长，有用的只是 "Unsupported operand N" 那一句
+        found = re.search(r"Unsupported operand \S+", text)
+        detail = found.group(0) if found else (text.splitlines() or [""])[0]
         _refuse(
             path,
             "could not be read (truncated, or not written by torch.save): "
-            f"{type(err).__name__}: {shorten(first_line, 120)}",
+            f"{type(err).__name__}: {shorten(detail, 120)}",
         )
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
         _refuse(
