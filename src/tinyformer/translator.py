@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import numbers
 import re
 from collections.abc import Sequence
@@ -283,9 +284,13 @@ class Translator:
             "state_dict": self.model.state_dict(),
             "metrics": {name: _plain_metric(name, value) for name, value in metrics.items()},
         }
+        # 先在内存里序列化，再一次写进文件：磁盘满时 write 抛出清楚的 OSError（直接写文件时
+        # torch 的 zip 写入器把它包成 "unexpected pos 64 vs 0" 这样的 RuntimeError）
+        buffer = io.BytesIO()
+        torch.save(checkpoint, buffer)
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path) as file:
-            torch.save(checkpoint, file)
+            file.write(buffer.getbuffer())
 
     @classmethod
     def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> Translator:
