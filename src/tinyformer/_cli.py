@@ -57,8 +57,9 @@ def finite_positive_float(text: str) -> float:
 
 def seed(text: str) -> int:
     """随机种子：[0, 2**32) 内的整数。"""
+    digits = text.strip().removeprefix("-").removeprefix("+")
     try:
-        value = int(text)
+        value = int(text) if len(digits) < 20 or not digits.isdigit() else SEED_LIMIT  # 太长=超范围
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be an integer, got {shorten(text)}") from None
     if not 0 <= value < SEED_LIMIT:
@@ -76,19 +77,17 @@ def writable_file(parser: argparse.ArgumentParser, option: str, text: str) -> Pa
     """
     if not text.strip():
         parser.error(f"{option} must be a file path, got {text!r}")
-    path = Path(text)
-    if path.is_dir():
-        parser.error(f"{option} {shorten(text)} is a directory; give a file path inside it")
-    if path.exists() and not path.is_file():
-        parser.error(
-            f"{option} {shorten(text)} is not a regular file (a device such as /dev/full?)"
-        )
+    path, shown = Path(text), shorten(text, 200)  # 路径通常较长：多保留一些
     try:
+        if path.is_dir():
+            parser.error(f"{option} {shown} is a directory; give a file path inside it")
+        if path.exists() and not path.is_file():
+            parser.error(f"{option} {shown} is not a regular file (a device such as /dev/full?)")
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path.parent):
             pass
-    except OSError as err:
-        parser.error(f"{option} {shorten(text)} cannot be written: {err.strerror or err}")
+    except OSError as err:  # 没有权限、只读、/proc 下面、名字太长……
+        parser.error(f"{option} {shown} cannot be written: {err.strerror or err}")
     return path
 
 
@@ -102,7 +101,7 @@ def _on_sigterm(signum, frame):
 
 def run(main: Callable[[], object]) -> int:
     """运行 ``main()``，返回退出码；任何失败都只在 stderr 上打印一行 ``错误：…``。"""
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         result = main()
     except KeyboardInterrupt:
@@ -119,4 +118,6 @@ def run(main: Callable[[], object]) -> int:
             f"错误：意外的内部错误 {type(err).__name__}: {shorten(str(err), 200)}", file=sys.stderr
         )
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return result if isinstance(result, int) else 0

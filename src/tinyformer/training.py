@@ -276,6 +276,9 @@ def train(
         check_positive_int("max_steps", max_steps)
     if max_seconds is not None:
         check_positive_float("max_seconds", max_seconds)
+    check_positive_int("batch_size", batch_size)
+    check_dropout("smoothing", smoothing)
+    check_positive_int("warmup", warmup)
     check_nonnegative_float("lr_factor", lr_factor)
     check_seed("seed", seed)
     if not examples:

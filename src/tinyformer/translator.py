@@ -174,7 +174,7 @@ class Translator:
         tokens = tokenize_zh(sentence)
         if not tokens:
             raise ValueError(f"sentence must contain at least one word, got {shorten(sentence)}")
-        unknown = self.src_vocab.unknown(tokens)
+        unknown = list(dict.fromkeys(self.src_vocab.unknown(tokens)))  # 去重，保持顺序
         if unknown:
             shown = (
                 repr(unknown)
@@ -218,7 +218,11 @@ class Translator:
     ) -> str | list[str]:
         """翻译一句（``str``，返回 ``str``）或多句（列表，返回列表）。"""
         single = isinstance(sentences, str)
-        batch = [sentences] if single else list(sentences)
+        batch = [sentences] if single else sentences
+        if not isinstance(batch, (list, tuple)) or not all(isinstance(s, str) for s in batch):
+            raise TypeError(
+                f"sentences must be a str or a list of str, got {type(sentences).__name__}"
+            )
         out = self.decode(self.translate_ids(self.encode(batch), beam_size, max_len))
         return out[0] if single else out
 
@@ -310,7 +314,7 @@ class Translator:
         state_dict = _checked_state_dict(path, checkpoint["state_dict"], config)
         metrics = checkpoint["metrics"]
         if not isinstance(metrics, dict) or not all(isinstance(k, str) for k in metrics):
-            _refuse(path, f"has metrics of type {type(metrics).__name__}, expected a dict")
+            _refuse(path, f"has metrics that are not a dict with str keys: {shorten(metrics)}")
         model = Transformer(config)
         model.load_state_dict(state_dict)
         model.eval()
@@ -369,7 +373,7 @@ def _read_checkpoint(path: Path, map_location) -> dict:
         _refuse(
             path,
             "could not be read (truncated, or not written by torch.save): "
-            f"{type(err).__name__}: {shorten(detail, 120)}",
+            f"{type(err).__name__}: {detail[:120]}{'…' if len(detail) > 120 else ''}",
         )
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
         _refuse(
