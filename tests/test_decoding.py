@@ -135,7 +135,7 @@ def test_decode_argument_errors():
         greedy_decode(model, SRC[0], BOS, EOS)
     with pytest.raises(ValueError, match="beam_size must be a positive integer, got beam_size=0"):
         beam_search(model, SRC, BOS, EOS, beam_size=0, max_len=5)
-    with pytest.raises(ValueError, match=r"alpha must be a number >= 0, got alpha=-0.5"):
+    with pytest.raises(ValueError, match=r"alpha must be a finite number >= 0, got alpha=-0.5"):
         beam_search(model, SRC, BOS, EOS, max_len=5, alpha=-0.5)
     with pytest.raises(TypeError, match="use_cache must be a bool, got use_cache=1"):
         greedy_decode(model, SRC, BOS, EOS, max_len=5, use_cache=1)

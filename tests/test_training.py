@@ -71,6 +71,29 @@ def test_label_smoothing_equals_torch_cross_entropy(smoothing):
     torch.testing.assert_close(ours, reference)
 
 
+@pytest.mark.parametrize("ignore_index", [-100, 0, 7])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_ignore_index_like_torch_cross_entropy(ignore_index, smoothing):
+    # torch 的惯例是 ignore_index=-100：它不是合法编号，取 log p 之前必须先遮住
+    torch.manual_seed(0)
+    logits = torch.randn(3, 6, 11)
+    target = torch.randint(0, 11, (3, 6))
+    target[0, 4:] = ignore_index
+    target[2, 1] = ignore_index
+    ours = label_smoothed_cross_entropy(logits, target, smoothing, ignore_index=ignore_index)
+    reference = F.cross_entropy(
+        logits.reshape(-1, 11),
+        target.reshape(-1),
+        label_smoothing=smoothing,
+        ignore_index=ignore_index,
+    )
+    torch.testing.assert_close(ours, reference)
+    # 被忽略的位置不影响损失：改掉那里的 logits，损失不变
+    logits[0, 4:] = 100.0
+    again = label_smoothed_cross_entropy(logits, target, smoothing, ignore_index=ignore_index)
+    torch.testing.assert_close(again, ours)
+
+
 def test_label_smoothing_minimum_is_the_smoothed_distribution():
     # 标签平滑的损失在 p = q 时最小（此时等于 q 的熵），而不是在 one-hot 时
     V, eps = 5, 0.1

@@ -9,6 +9,8 @@
   控件的 model id 每次运行都是随机的，这里按出现顺序换成由笔记本名导出的固定 id；
 - 先把各章的 Colab 安装单元格同步成 ``_config.yml`` 里的仓库地址（见 ``colab_setup.py``）；
 - 元数据里去掉随机器而变的 Python 小版本号；
+- 笔记本和统计文件都原子地写（``tinyformer.atomic.atomic_write``）：执行中途按 Ctrl-C 或磁盘满了，
+  原来的文件原封不动，不会只剩半个；
 - 每章的执行秒数、日期（UTC）、Python / PyTorch / tinyformer 的版本和 CPU 记进
   ``chapters/execution_stats.json``（进仓库；只更新执行了的那几章，其余条目保留）。笔记本本身
   不含时间，重新执行仍逐字节相同；
@@ -31,6 +33,8 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+from tinyformer.atomic import atomic_write
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from colab_setup import sync_setup_cell  # noqa: E402
@@ -117,8 +121,14 @@ def execute(path: Path) -> float:
         text = stable_widget_ids(text, list(state["state"]), path.stem)
         # nbformat.writes 按键名排序：用新 id 再写一遍，控件在文件里的顺序才与随机的旧 id 无关
         text = nbformat.writes(nbformat.reads(text, as_version=4)) + "\n"
-    path.write_text(text, encoding="utf-8")
+    write_atomically(path, text)
     return seconds
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """写笔记本或统计文件：中途被打断（Ctrl-C、磁盘满）时原来的文件原封不动。"""
+    with atomic_write(path) as file:
+        file.write(text.encode("utf-8"))
 
 
 def cpu_model() -> str:
@@ -149,7 +159,7 @@ def record_stats(entries: dict[str, dict]) -> None:
     stats = json.loads(STATS_FILE.read_text(encoding="utf-8")) if STATS_FILE.exists() else {}
     stats.update(entries)
     text = json.dumps(stats, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
-    STATS_FILE.write_text(text, encoding="utf-8")
+    write_atomically(STATS_FILE, text)
 
 
 def main(argv: list[str]) -> None:

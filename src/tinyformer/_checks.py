@@ -7,10 +7,29 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor
+
+SEED_LIMIT = 2**32  # 种子的范围 [0, 2**32)：torch、random、numpy 都接受，seed + epoch 也不会溢出
+
+
+def shorten(value, limit: int = 60) -> str:
+    """``repr(value)``，太长时只保留开头，并注明原来有多长（消息里引用用户的输入时用）。
+
+    例子::
+
+        >>> shorten("我明天去北京")
+        "'我明天去北京'"
+        >>> shorten("好" * 1000, limit=10)
+        "'好好好好好好好好好好'…（共 1000 个字符）"
+    """
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}…（共 {len(value)} 个字符）"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}…（repr 共 {len(text)} 个字符）"
 
 
 def _is_int(value) -> bool:
@@ -25,39 +44,46 @@ def _is_real(value) -> bool:
 def check_positive_int(name: str, value) -> None:
     """``value`` 必须是正整数（层数、维度、词表大小……）。"""
     if not _is_int(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {name}={value!r}")
+        raise ValueError(f"{name} must be a positive integer, got {name}={shorten(value)}")
 
 
 def check_int(name: str, value, minimum: int | None = None) -> None:
     """``value`` 必须是整数；给了 ``minimum`` 时还必须不小于它。"""
     if not _is_int(value):
-        raise TypeError(f"{name} must be an integer, got {name}={value!r}")
+        raise TypeError(f"{name} must be an integer, got {name}={shorten(value)}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {name}={value}")
 
 
+def check_seed(name: str, value) -> None:
+    """随机种子必须是 [0, 2**32) 内的整数（``2**70`` 这样的值 torch 会在深处报溢出）。"""
+    check_int(name, value)
+    if not 0 <= value < SEED_LIMIT:
+        raise ValueError(f"{name} must be in [0, 2**32) = [0, {SEED_LIMIT}), got {name}={value}")
+
+
 def check_positive_float(name: str, value) -> None:
-    """``value`` 必须是正实数（温度、eps、位置编码的底数……）。"""
-    if not _is_real(value) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {name}={value!r}")
+    """``value`` 必须是有限的正实数（温度、eps、位置编码的底数……）；nan、inf 都不行。"""
+    if not _is_real(value) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a finite positive number, got {name}={shorten(value)}")
 
 
 def check_nonnegative_float(name: str, value) -> None:
-    """``value`` 必须是非负实数（长度惩罚的指数、标签平滑的 ε……）。"""
-    if not _is_real(value) or not value >= 0:
-        raise ValueError(f"{name} must be a number >= 0, got {name}={value!r}")
+    """``value`` 必须是有限的非负实数（长度惩罚的指数、学习率的系数……）；nan、inf 都不行。"""
+    if not _is_real(value) or not 0 <= value < math.inf:
+        raise ValueError(f"{name} must be a finite number >= 0, got {name}={shorten(value)}")
 
 
 def check_dropout(name: str, value) -> None:
     """丢弃概率必须在 [0, 1) 内：p=1 会把一切都丢掉。"""
     if not _is_real(value) or not 0.0 <= value < 1.0:
-        raise ValueError(f"{name} must be in [0, 1), got {name}={value!r}")
+        raise ValueError(f"{name} must be in [0, 1), got {name}={shorten(value)}")
 
 
 def check_bool(name: str, value) -> None:
     """开关参数必须是真正的 ``bool``（避免 ``norm_first="False"`` 这种字符串被当成真）。"""
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {name}={value!r}")
+        raise TypeError(f"{name} must be a bool, got {name}={shorten(value)}")
 
 
 def check_instance(name: str, value, cls: type, allow_none: bool = False) -> None:
@@ -81,7 +107,7 @@ def check_choice(name: str, value, allowed: Sequence[str]) -> None:
     """``value`` 必须是 ``allowed`` 中的一个；消息里列出全部允许值。"""
     if value not in allowed:
         choices = ", ".join(repr(a) for a in allowed)
-        raise ValueError(f"{name} must be one of {choices}, got {name}={value!r}")
+        raise ValueError(f"{name} must be one of {choices}, got {name}={shorten(value)}")
 
 
 def check_tensor(name: str, x, layout: str, d_model: int | None = None) -> None:
@@ -102,6 +128,31 @@ def check_tensor(name: str, x, layout: str, d_model: int | None = None) -> None:
         raise ValueError(
             f"last dimension of {name} must equal d_model={d_model}, got shape {tuple(x.shape)}"
         )
+
+
+def check_floating(name: str, x: Tensor, like: Tensor | None = None, like_name: str = "") -> None:
+    """``x`` 必须是浮点张量；给了 ``like`` 时 dtype 还必须与它相同。
+
+    ``like`` 是模块的权重（``like_name`` 为空）或另一个输入（``like_name`` 是它的名字）。
+    否则 torch 会在矩阵乘法深处报 "mat1 and mat2 must have the same dtype" 这类消息，
+    看不出是哪个参数、该怎么改。
+    """
+    if not x.dtype.is_floating_point:
+        raise TypeError(
+            f"{name} must be a floating-point tensor, got dtype={x.dtype}; "
+            f"convert it with {name}.float()"
+        )
+    if like is None or x.dtype == like.dtype:
+        return
+    if like_name:
+        raise TypeError(
+            f"{name} and {like_name} must have the same dtype, got {name} dtype={x.dtype}, "
+            f"{like_name} dtype={like.dtype}; convert one with .to(dtype)"
+        )
+    raise TypeError(
+        f"{name} has dtype={x.dtype} but the module's weights have dtype={like.dtype}; "
+        f"convert the input with {name}.to({like.dtype}) or the module with .to({x.dtype})"
+    )
 
 
 def check_indices(name: str, ids: Tensor, size: int, size_name: str) -> None:

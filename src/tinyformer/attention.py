@@ -18,6 +18,7 @@ from ._checks import (
     check_bool,
     check_divisible,
     check_dropout,
+    check_floating,
     check_instance,
     check_key_value,
     check_mask,
@@ -109,6 +110,9 @@ def scaled_dot_product_attention(
     check_tensor("query", query, "(..., T, D)")
     check_tensor("key", key, "(..., S, D)")
     check_tensor("value", value, "(..., S, Dv)")
+    check_floating("query", query)
+    check_floating("key", key, query, "query")
+    check_floating("value", value, query, "query")
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(
             "query and key must have the same last dimension D, "
@@ -246,6 +250,8 @@ class MultiHeadAttention(nn.Module):
         check_tensor("key", key, "(B, S, C)", d_model=self.d_model)
         check_tensor("value", value, "(B, S, C)", d_model=self.d_model)
         check_key_value(key, value)
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            check_floating(name, x, self.q_proj.weight)
         if not query.shape[0] == key.shape[0] == value.shape[0]:
             raise ValueError(
                 "query, key and value must have the same batch size B, got "

@@ -21,6 +21,7 @@ from torch import Tensor
 from ._checks import (
     check_bool,
     check_instance,
+    check_int,
     check_nonnegative_float,
     check_positive_int,
     check_tensor,
@@ -30,9 +31,18 @@ from .masks import padding_mask
 from .model import Transformer
 
 
-def _check_decode_args(model, src: Tensor, max_len: int, use_cache: bool) -> None:
+def _check_decode_args(
+    model, src: Tensor, bos_id: int, eos_id: int, max_len: int, use_cache: bool
+) -> None:
     check_instance("model", model, Transformer)
     check_tensor("src", src, "(B, S)")
+    vocab_size = model.config.tgt_vocab_size
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
+        check_int(name, value)
+        if not 0 <= value < vocab_size:
+            raise ValueError(
+                f"{name} must be in [0, tgt_vocab_size) = [0, {vocab_size}), got {name}={value}"
+            )
     check_positive_int("max_len", max_len)
     check_bool("use_cache", use_cache)
     if max_len + 1 > model.config.max_len:  # 解码器最多看到 <bos> + max_len 个词元
@@ -90,7 +100,7 @@ def greedy_decode(
         >>> torch.equal(out, greedy_decode(model, src, 2, 3, max_len=6, use_cache=False))
         True
     """
-    _check_decode_args(model, src, max_len, use_cache)
+    _check_decode_args(model, src, bos_id, eos_id, max_len, use_cache)
     check_bool("stop_at_eos", stop_at_eos)
     B = src.shape[0]
     pad_id = model.config.pad_id
@@ -167,7 +177,7 @@ def beam_search(
         >>> torch.equal(beam_search(model, src, 2, 3, beam_size=1, max_len=6), greedy)
         True
     """
-    _check_decode_args(model, src, max_len, use_cache)
+    _check_decode_args(model, src, bos_id, eos_id, max_len, use_cache)
     check_positive_int("beam_size", beam_size)
     check_nonnegative_float("alpha", alpha)
     B, K = src.shape[0], beam_size

@@ -11,7 +11,13 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_choice, check_dropout, check_positive_int, check_tensor
+from ._checks import (
+    check_choice,
+    check_dropout,
+    check_floating,
+    check_positive_int,
+    check_tensor,
+)
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 
@@ -95,5 +101,6 @@ class PositionWiseFFN(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+        check_floating("x", x, self.linear1.weight)
         h = self.activation(self.linear1(x))  # (B, T, C) -> (B, T, d_ff)
         return self.linear2(self.dropout(h))  # (B, T, d_ff) -> (B, T, C)

@@ -186,6 +186,13 @@ class GPT(nn.Module):
         logits = self(ids, cache=cache)  # 整段提示一次送入：(B, T, V)，缓存里有了 T 个位置
         for step in range(max_new_tokens):
             next_logits = logits[:, -1] / temperature  # 最后一个位置预测下一个词元：(B, V)
+            overflow = torch.isfinite(logits[:, -1]).all() and not torch.isfinite(next_logits).all()
+            if overflow and not greedy:
+                # 温度太小（如 1e-45）时 logits / temperature 溢出成 inf，softmax 得到 NaN
+                raise ValueError(
+                    f"temperature={temperature} is too small: logits / temperature overflows "
+                    f"{next_logits.dtype}; use greedy=True to always take the most likely token"
+                )
             if top_k is not None:
                 kth = torch.topk(next_logits, min(top_k, next_logits.shape[-1])).values[:, -1:]
                 next_logits = next_logits.masked_fill(next_logits < kth, float("-inf"))  # (B, V)

@@ -9,7 +9,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_positive_float, check_positive_int, check_tensor
+from ._checks import check_floating, check_positive_float, check_positive_int, check_tensor
+
+# 这些 dtype 的尾数太短，在它们里面求均值和方差会丢精度：统计量改用 float32 计算（torch 也这样做）
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 class LayerNorm(nn.Module):
@@ -22,6 +25,9 @@ class LayerNorm(nn.Module):
         \mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta
 
     方差是有偏的（除以 C 而不是 C-1），:math:`\epsilon` 在平方根里面。
+    输入是 float16 / bfloat16 时，均值、方差和归一化都在 float32 里算，最后转回输入的 dtype，
+    与 ``torch.nn.LayerNorm`` 相同：否则 fp16 的 ``[0, 512, 0, 512]`` 求方差时 256² 溢出，
+    归一化成全 0，而正确结果是 ``[-1, 1, -1, 1]``。
 
     参数:
         d_model: 特征维数 C。
@@ -58,10 +64,17 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         check_tensor("x", x, "(..., C)", d_model=self.d_model)
+        check_floating("x", x)
+        if x.dtype in _LOW_PRECISION:
+            y = self._normalize(x.float(), self.weight.float(), self.bias.float())
+            return y.to(x.dtype)
+        return self._normalize(x, self.weight, self.bias)
+
+    def _normalize(self, x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         mean = x.mean(dim=-1, keepdim=True)  # (..., C) -> (..., 1)
         var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1)，有偏方差
         x_hat = (x - mean) / torch.sqrt(var + self.eps)  # (..., C)
-        return self.weight * x_hat + self.bias  # (C,) 广播到 (..., C)
+        return weight * x_hat + bias  # (C,) 广播到 (..., C)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}"

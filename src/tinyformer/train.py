@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import sys
@@ -20,10 +19,13 @@ from collections.abc import Sequence
 
 import torch
 
-from ._checks import check_positive_int
+from . import _cli
+from ._checks import check_instance, check_positive_int
 from .training import TrainHistory, encode_pairs, train
 from .translation import TranslationCorpus, generate_corpus
 from .translator import Translator
+
+MAX_THREADS = 1024  # --threads 的上限：远多于任何机器的核数，又挡住 10**9 这样的笔误
 
 
 def fit_translator(
@@ -32,8 +34,9 @@ def fit_translator(
     max_seconds: float | None = None,
     progress: bool = True,
     eval_every: int = 200,
+    corpus: TranslationCorpus | None = None,
 ) -> tuple[Translator, TrainHistory, TranslationCorpus, dict]:
-    """生成语料（``seed``）、建第 8 章尺寸的模型、训练，按验证集挑选权重。
+    """生成语料（``seed``；也可以直接给 ``corpus``）、建第 8 章尺寸的模型、训练，按验证集挑选权重。
 
     每 ``eval_every`` 步在 **验证集** 上算一次完全匹配率，记下最好的那一份权重（同分时取较早的）；
     训练结束后把它装回模型。测试集只在最后用一次——挑选权重不能看测试集，否则测试分数就不再是
@@ -43,7 +46,9 @@ def fit_translator(
         (翻译器, 训练记录, 语料, ``{"best_step": 步数, "best_valid_exact_match": 完全匹配率}``)。
     """
     check_positive_int("eval_every", eval_every)
-    corpus = generate_corpus(seed=seed)
+    check_instance("corpus", corpus, TranslationCorpus, allow_none=True)
+    if corpus is None:
+        corpus = generate_corpus(seed=seed)
     src_vocab, tgt_vocab = corpus.build_vocabs()
     translator = Translator.build(src_vocab, tgt_vocab, seed=seed)
     examples = encode_pairs(corpus.train, src_vocab, tgt_vocab)
@@ -79,34 +84,47 @@ def fit_translator(
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(
+    parser = _cli.Parser(
         prog="python -m tinyformer.train",
         description="训练一个中译英 Transformer（语料由语法离线生成），评估并保存检查点。",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="语料划分、初始化和打乱顺序的种子（默认 0）"
+        "--seed", type=_cli.seed, default=0, help="语料划分、初始化和打乱顺序的种子（默认 0）"
     )
-    parser.add_argument("--steps", type=int, default=None, help="最多训练多少步")
+    parser.add_argument("--steps", type=_cli.positive_int, default=None, help="最多训练多少步")
     parser.add_argument(
-        "--seconds", type=float, default=None, help="最多训练多少秒（墙钟时间；都不给时默认 120）"
+        "--seconds",
+        type=_cli.finite_positive_float,
+        default=None,
+        help="最多训练多少秒（墙钟时间；都不给时默认 120）",
     )
     parser.add_argument("--out", default="runs/zh_en.pt", help="检查点路径（默认 runs/zh_en.pt）")
-    parser.add_argument("--beam-size", type=int, default=1, help="评估时的束宽（默认 1 = 贪心）")
-    parser.add_argument("--threads", type=int, default=None, help="torch 的线程数（默认不改）")
+    parser.add_argument(
+        "--beam-size", type=_cli.positive_int, default=1, help="评估时的束宽（默认 1 = 贪心）"
+    )
+    parser.add_argument(
+        "--threads", type=_cli.positive_int, default=None, help="torch 的线程数（默认不改）"
+    )
     parser.add_argument("--no-progress", action="store_true", help="不显示进度条")
     args = parser.parse_args(argv)
-    for name in ("steps", "seconds", "beam_size", "threads"):
-        value = getattr(args, name)
-        if value is not None and value <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive, got {value}")
+    # 训练之前检查完所有参数：训练几分钟后才发现写不进去，结果就丢了
+    out = _cli.writable_file(parser, "--out", args.out)
+    if args.threads is not None and args.threads > MAX_THREADS:
+        parser.error(f"--threads must be <= {MAX_THREADS}, got {args.threads}")
+    start = time.perf_counter()
+    corpus = generate_corpus(seed=args.seed)
+    tgt_size = len(corpus.build_vocabs()[1])
+    if args.beam_size > tgt_size:
+        parser.error(
+            f"--beam-size must be <= the target vocabulary size {tgt_size}, got {args.beam_size}"
+        )
     if args.steps is None and args.seconds is None:
         args.seconds = 120.0
     if args.threads is not None:
         torch.set_num_threads(args.threads)
 
-    start = time.perf_counter()
     translator, history, corpus, best = fit_translator(
-        args.seed, args.steps, args.seconds, progress=not args.no_progress
+        args.seed, args.steps, args.seconds, progress=not args.no_progress, corpus=corpus
     )
     test = translator.evaluate(corpus.test, beam_size=args.beam_size)
     valid = translator.evaluate(corpus.valid, beam_size=args.beam_size)
@@ -123,13 +141,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "test_sentences": len(corpus.test),
         "beam_size": args.beam_size,
         "seconds": round(time.perf_counter() - start, 1),
-        "checkpoint": str(args.out),
+        "checkpoint": str(out),
     }
-    translator.save(args.out, **{k: v for k, v in metrics.items() if k != "checkpoint"})
+    try:
+        translator.save(out, **{k: v for k, v in metrics.items() if k != "checkpoint"})
+    except OSError as err:  # 例如磁盘满了：原子写入保证 out 上原来的文件还在
+        raise OSError(
+            f"could not write the checkpoint {str(out)!r} ({err.strerror or err}); "
+            f"the previous file there, if any, is unchanged. Metrics: {json.dumps(metrics)}"
+        ) from None
     print(json.dumps(metrics, ensure_ascii=False), flush=True)
     return metrics
 
 
 if __name__ == "__main__":
-    main()
-    sys.exit(0)
+    sys.exit(_cli.run(main))

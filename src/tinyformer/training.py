@@ -10,6 +10,7 @@ r"""训练：批量与掩码、标签平滑的交叉熵、学习率预热、训�
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,11 +20,14 @@ from torch import Tensor, nn
 
 from ._checks import (
     check_dropout,
+    check_floating,
+    check_indices,
     check_instance,
     check_int,
     check_nonnegative_float,
     check_positive_float,
     check_positive_int,
+    check_seed,
     check_tensor,
 )
 from .model import TransformerConfig
@@ -144,7 +148,9 @@ def label_smoothed_cross_entropy(
         logits: (N, V) 或 (B, T, V)。
         target: (N,) 或 (B, T)，整数编号。
         smoothing: ε，在 [0, 1) 内（默认 0.1）。
-        ignore_index: 不计入损失的编号（默认 0，即 ``<pad>``）。
+        ignore_index: 不计入损失的编号（默认 0，即 ``<pad>``）。它可以在 [0, V) 之外，
+            例如 torch 的惯例 -100；其余位置的编号必须在 [0, V) 内。全部位置都被忽略时
+            返回 0（``F.cross_entropy`` 返回 nan）。
 
     例子::
 
@@ -156,17 +162,22 @@ def label_smoothed_cross_entropy(
         True
     """
     check_tensor("logits", logits, "(..., V)")
+    check_floating("logits", logits)
     check_dropout("smoothing", smoothing)  # 与丢弃概率同一条规则：[0, 1)
-    if logits.shape[:-1] != target.shape:
+    check_int("ignore_index", ignore_index)
+    if not isinstance(target, Tensor) or logits.shape[:-1] != target.shape:
+        got = tuple(target.shape) if isinstance(target, Tensor) else type(target).__name__
         raise ValueError(
-            f"target must have shape logits.shape[:-1] = {tuple(logits.shape[:-1])}, "
-            f"got {tuple(target.shape)}"
+            f"target must have shape logits.shape[:-1] = {tuple(logits.shape[:-1])}, got {got}"
         )
+    keep = target != ignore_index  # (...)
+    # 被忽略的位置可能是 -100 这样的编号：先换成 0 再取 log p，这些位置最后不计入损失
+    check_indices("target", target[keep], logits.shape[-1], "V")
+    safe_target = target.masked_fill(~keep, 0)  # (...)
     log_p = torch.log_softmax(logits.float(), dim=-1)  # (..., V)
-    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # -log p_y: (...)
+    nll = -log_p.gather(-1, safe_target.unsqueeze(-1)).squeeze(-1)  # -log p_y: (...)
     uniform = -log_p.mean(dim=-1)  # (1/V) Σ_w -log p_w: (...)
     loss = (1 - smoothing) * nll + smoothing * uniform  # (...)
-    keep = target != ignore_index
     return loss[keep].sum() / keep.sum().clamp(min=1)
 
 
@@ -186,7 +197,9 @@ def warmup_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> floa
         0.000699
     """
     check_positive_int("step", step)
+    check_positive_int("d_model", d_model)
     check_positive_int("warmup", warmup)
+    check_nonnegative_float("factor", factor)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
@@ -263,8 +276,11 @@ def train(
         check_positive_int("max_steps", max_steps)
     if max_seconds is not None:
         check_positive_float("max_seconds", max_seconds)
+    check_positive_int("batch_size", batch_size)
+    check_dropout("smoothing", smoothing)
+    check_positive_int("warmup", warmup)
     check_nonnegative_float("lr_factor", lr_factor)
-    check_int("seed", seed)
+    check_seed("seed", seed)
     if not examples:
         raise ValueError("examples must not be empty")
     from tqdm.auto import tqdm  # 笔记本里是控件，终端里是文本进度条
@@ -297,6 +313,11 @@ def train(
             history.lrs.append(scheduler.get_last_lr()[0])
             scheduler.step()
             history.losses.append(loss.item())
+            if not math.isfinite(history.losses[-1]):
+                raise ValueError(
+                    f"training diverged: the loss became {history.losses[-1]} at step "
+                    f"{history.steps}; lower lr_factor={lr_factor} or raise warmup={warmup}"
+                )
             bar.update(1)
             if history.steps % 50 == 0:
                 bar.set_postfix_str(f"损失 {loss.item():.3f}", refresh=False)
