@@ -7,13 +7,14 @@ LayerNorm 在每个词元自己的 C 个特征上求均值和方差，与批里�
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_positive_float, check_positive_int, check_tensor
 
 
 class LayerNorm(nn.Module):
-    r"""从零实现的层归一化，与 ``torch.nn.LayerNorm(d_model, eps)`` 计算同一个函数。
+    r"""层归一化，与 ``torch.nn.LayerNorm(d_model, eps)`` 计算同一个函数（第 6.4 节从零实现并核对）。
 
     .. math::
 
@@ -58,10 +59,9 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         check_tensor("x", x, "(..., C)", d_model=self.d_model)
-        mean = x.mean(dim=-1, keepdim=True)  # (..., C) -> (..., 1)
-        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1)，有偏方差
-        x_hat = (x - mean) / torch.sqrt(var + self.eps)  # (..., C)
-        return self.weight * x_hat + self.bias  # (C,) 广播到 (..., C)
+        # 上面的公式（第 6.4 节逐项写出，并核对它与 F.layer_norm 相同）交给 torch 的融合内核：
+        # 前向、反向各一个算子，而不是十来个逐元素运算（benchmarks/ 里实测快一个数量级）
+        return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)  # (..., C)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}"
