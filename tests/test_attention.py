@@ -8,7 +8,6 @@ import torch.nn.functional as F
 
 from tinyformer import (
     MultiHeadAttention,
-    ScaledDotProductAttention,
     causal_mask,
     copy_from_torch,
     padding_mask,
@@ -210,17 +209,48 @@ def test_self_attention_without_positions_is_permutation_equivariant():
     torch.testing.assert_close(out_perm, out[:, perm], atol=1e-6, rtol=1e-5)
 
 
-def test_attention_dropout_only_in_training():
+def test_sdpa_dropout_drops_and_rescales_weights():
     torch.manual_seed(0)
-    attention = ScaledDotProductAttention(dropout=0.5)
     q, k, v = torch.randn(B, H, T, D), torch.randn(B, H, S, D), torch.randn(B, H, S, D)
-    attention.eval()
-    _, eval_weights = attention(q, k, v)
-    _, eval_weights_again = attention(q, k, v)
-    torch.testing.assert_close(eval_weights, eval_weights_again)
-    attention.train()
-    _, train_weights = attention(q, k, v)
-    dropped = train_weights == 0
-    assert dropped.any()
+    _, weights = scaled_dot_product_attention(q, k, v)
+    _, dropped_weights = scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    dropped = dropped_weights == 0
+    assert dropped.any() and not dropped.all()
     # 没被丢弃的权重放大 1 / (1 - p) = 2 倍
-    torch.testing.assert_close(train_weights[~dropped], 2 * eval_weights[~dropped])
+    torch.testing.assert_close(dropped_weights[~dropped], 2 * weights[~dropped])
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_mha_attention_dropout_only_in_training(need_weights):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(C, H, dropout=0.5)
+    x = torch.randn(B, T, C)
+    mha.eval()
+    out, _ = mha(x, x, x, need_weights=need_weights)
+    torch.testing.assert_close(mha(x, x, x, need_weights=need_weights)[0], out)
+    mha.train()
+    assert not torch.allclose(mha(x, x, x, need_weights=need_weights)[0], out)
+
+
+def test_fused_projection_equals_separate_projections():
+    # 自注意力（同一个张量）与交叉注意力（key 是 value）走一次拼起来的矩阵乘法；
+    # 传入三个相等但不同的张量时走三次分开的投影：结果应当相同
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(C, H)
+    x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
+    fused, fused_weights = mha(x, x, x)
+    separate, separate_weights = mha(x, x.clone(), x.clone())
+    torch.testing.assert_close(fused, separate)
+    torch.testing.assert_close(fused_weights, separate_weights)
+    cross, _ = mha(x, memory, memory)
+    torch.testing.assert_close(cross, mha(x, memory, memory.clone())[0])
+
+
+def test_state_dict_keeps_one_linear_layer_per_projection():
+    # 章节和检查点按这些名字拷贝权重：融合投影不能改变参数的名字和形状
+    shapes = {name: tuple(p.shape) for name, p in MultiHeadAttention(C, H).state_dict().items()}
+    assert shapes == {
+        f"{proj}.{kind}": (C, C) if kind == "weight" else (C,)
+        for proj in ("q_proj", "k_proj", "v_proj", "out_proj")
+        for kind in ("weight", "bias")
+    }

@@ -69,7 +69,9 @@ def test_notebook_is_clean_and_ignored_outputs_say_why(path):
         assert not re.search(r"#\s*nbval|NBVAL_|#\s*noqa", source), f"cell {i}: plumbing in code"
         if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
             reason = cell["metadata"].get("nbval_ignore_reason", "")
-            assert len(reason) >= 8, f"cell {i}: say why output is not checked (nbval_ignore_reason)"
+            assert len(reason) >= 8, (
+                f"cell {i}: say why output is not checked (nbval_ignore_reason)"
+            )
 
 
 def test_every_github_link_points_at_the_configured_repository():

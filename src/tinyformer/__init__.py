@@ -32,7 +32,7 @@ V     词表大小 vocab_size
 （把“不去”“没买”这类否定词切开），所以这里不自动导入它们。
 """
 
-from .attention import MultiHeadAttention, ScaledDotProductAttention, scaled_dot_product_attention
+from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .cache import KVCache
 from .compare import agree, magnitude
 from .decoding import beam_search, greedy_decode
@@ -62,7 +62,6 @@ __all__ = [
     "causal_mask",
     "padding_mask",
     "scaled_dot_product_attention",
-    "ScaledDotProductAttention",
     "MultiHeadAttention",
     # 第 6 章：层归一化与前馈网络
     "LayerNorm",

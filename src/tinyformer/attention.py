@@ -1,4 +1,12 @@
-"""缩放点积注意力与多头注意力（第 5 章 注意力机制 讲解）。
+r"""缩放点积注意力与多头注意力（第 5 章 注意力机制 讲解）。
+
+按章节顺序从上往下读：
+
+1. :func:`scaled_dot_product_attention` 与它的计算 ``_attend``（第 5 章；权重上的 dropout 是第 6 章）；
+2. :class:`MultiHeadAttention`（第 5 章）：投影、分头、注意力、拼接、输出投影；
+3. 它的两个附加部分：键/值缓存 ``_project_with_cache``（第 8 章 增量解码）和
+   不返回权重时走的融合路径 ``_attend_fused``（``torch.nn.functional.scaled_dot_product_attention``）；
+4. 参数检查 ``_check_mha_inputs``。
 
 掩码约定见 :mod:`tinyformer.masks`：True 表示"可以关注"。掩码作用在分数矩阵 QKᵀ/√D 上：
 被遮住的分数换成该数据类型能表示的最小有限值，softmax 之后它们的权重是 0（exp 下溢）。
@@ -26,46 +34,6 @@ from ._checks import (
     check_tensor,
 )
 from .cache import KVCache
-
-
-def _attend(
-    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float
-) -> tuple[Tensor, Tensor]:
-    """softmax(QKᵀ/√D) V 本身，不检查参数（调用者已检查）。"""
-    D = query.shape[-1]
-    # QKᵀ/√D 与 (Q/√D)Kᵀ 相等；先缩放 Q（T×D 个数）比缩放分数（T×S 个数）省一次大张量运算
-    # (..., T, D) @ (..., D, S) -> (..., T, S)
-    scores = (query / math.sqrt(D)) @ key.transpose(-2, -1)
-    if mask is not None:
-        # 用有限的最小值而不是 -inf：被遮住的分数 softmax 后是 0（exp 下溢），
-        # 整行被遮住时 softmax 得到均匀分布而不是 NaN（-inf 减 -inf）
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    weights = torch.softmax(scores, dim=-1)  # (..., T, S)，每行和为 1
-    if mask is not None:
-        has_key = mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)：这一行至少有一个可关注的键
-        if not has_key.all():  # 有整行被遮住时，把那几行的均匀分布换成 0
-            weights = weights.masked_fill(~has_key, 0.0)
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
-    return weights @ value, weights  # (..., T, S) @ (..., S, Dv) -> (..., T, Dv)
-
-
-def _attend_fused(
-    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float
-) -> Tensor:
-    """同样的计算交给 ``F.scaled_dot_product_attention``（融合内核，更快，但不返回权重）。"""
-    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)
-    if has_key is None or has_key.all():
-        # (..., T, D), (..., S, D), (..., S, Dv) -> (..., T, Dv)
-        return F.scaled_dot_product_attention(
-            query, key, value, attn_mask=mask, dropout_p=dropout_p
-        )
-    # 整行被遮住时 torch 的某些版本/后端给出 NaN（梯度也会是 NaN）。先让这些行"什么都能看"，
-    # 算完再把它们的输出置 0，与 _attend 的结果一致。
-    out = F.scaled_dot_product_attention(
-        query, key, value, attn_mask=mask | ~has_key, dropout_p=dropout_p
-    )
-    return out.masked_fill(~has_key, 0.0)  # (..., T, Dv)
 
 
 def scaled_dot_product_attention(
@@ -132,44 +100,26 @@ def scaled_dot_product_attention(
     return _attend(query, key, value, mask, dropout_p)
 
 
-class ScaledDotProductAttention(nn.Module):
-    r"""把 :func:`scaled_dot_product_attention` 包成模块：训练时才做 dropout。
-
-    .. math::
-
-        \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{D}}\Big) V
-
-    参数:
-        dropout: 注意力权重的丢弃概率（默认 0.0），只在 ``model.train()`` 时生效。
-
-    形状:
-        与 :func:`scaled_dot_product_attention` 相同：(..., T, D), (..., S, D), (..., S, Dv)
-        -> 输出 (..., T, Dv)，权重 (..., T, S)。
-
-    例子::
-
-        >>> import torch
-        >>> from tinyformer import ScaledDotProductAttention
-        >>> attention = ScaledDotProductAttention(dropout=0.1)
-        >>> q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 4, 7, 8), torch.randn(2, 4, 7, 8)
-        >>> out, weights = attention(q, k, v)
-        >>> out.shape, weights.shape
-        (torch.Size([2, 4, 5, 8]), torch.Size([2, 4, 5, 7]))
-    """
-
-    def __init__(self, dropout: float = 0.0):
-        super().__init__()
-        check_dropout("dropout", dropout)
-        self.dropout = dropout
-
-    def forward(
-        self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
-    ) -> tuple[Tensor, Tensor]:
-        dropout_p = self.dropout if self.training else 0.0
-        return scaled_dot_product_attention(query, key, value, mask, dropout_p)
-
-    def extra_repr(self) -> str:
-        return f"dropout={self.dropout}"
+def _attend(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float
+) -> tuple[Tensor, Tensor]:
+    """softmax(QKᵀ/√D) V 本身，不检查参数（调用者已检查）。"""
+    D = query.shape[-1]
+    # QKᵀ/√D 与 (Q/√D)Kᵀ 相等；先缩放 Q（T×D 个数）比缩放分数（T×S 个数）省一次大张量运算
+    # (..., T, D) @ (..., D, S) -> (..., T, S)
+    scores = (query / math.sqrt(D)) @ key.transpose(-2, -1)
+    if mask is not None:
+        # 用有限的最小值而不是 -inf：被遮住的分数 softmax 后是 0（exp 下溢），
+        # 整行被遮住时 softmax 得到均匀分布而不是 NaN（-inf 减 -inf）
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)  # (..., T, S)，每行和为 1
+    if mask is not None:
+        has_key = mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)：这一行至少有一个可关注的键
+        if not has_key.all():  # 有整行被遮住时，把那几行的均匀分布换成 0
+            weights = weights.masked_fill(~has_key, 0.0)
+    if dropout_p > 0.0:  # 第 6 章：训练时随机丢掉一些权重（其余的放大 1/(1-p)）
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ value, weights  # (..., T, S) @ (..., S, Dv) -> (..., T, Dv)
 
 
 class MultiHeadAttention(nn.Module):
@@ -182,23 +132,14 @@ class MultiHeadAttention(nn.Module):
 
     实现上 :math:`W^Q` 是一个 C×C 的线性层 ``q_proj``，它的输出切成 H 份就是各个头的
     :math:`QW^Q_h`；``k_proj``、``v_proj``、``out_proj``（即 :math:`W^O`）同理。
+    自注意力（query、key、value 是同一个张量）时三个投影合成一次 C -> 3C 的矩阵乘法
+    （权重按行拼成 :math:`[W^Q; W^K; W^V]`，第 5 章验证它与分开算相同）。
 
     参数:
         d_model: 模型维数 C，须能被 num_heads 整除。
         num_heads: 头数 H。
         dropout: 注意力权重的丢弃概率（默认 0.0），只在训练时生效。
         bias: 四个线性层是否带偏置（默认 ``True``）。
-
-    ``forward(query, key, value, mask=None, need_weights=True, cache=None, static_kv=False)``:
-
-    - ``mask``: bool，True 表示可以关注；形状 (T|1, S) 或 (B|1, H|1, T|1, S)。
-      (B, S) 的填充掩码要先变成 (B, 1, 1, S)（见 :func:`~tinyformer.padding_mask`）。
-    - ``need_weights=False``: 走 ``torch.nn.functional.scaled_dot_product_attention`` 融合路径，
-      结果相同但更快，返回 ``(output, None)``。
-    - ``cache``: :class:`~tinyformer.KVCache`，增量解码用。自注意力（``static_kv=False``）
-      时 key/value 只需是新词元，它们的 K、V 追加进缓存；交叉注意力（``static_kv=True``）时
-      第一次调用算出 memory 的 K、V 存起来，以后直接取用（key、value 不再被投影）。
-      此时 S 是缓存中的键数，掩码的最后一维要与它一致。
 
     形状:
         - query: (B, T, C)，key: (B, S, C)，value: (B, S, C)
@@ -231,11 +172,6 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)  # W^V
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
-    def _split_heads(self, x: Tensor) -> Tensor:
-        B, L, C = x.shape
-        # (B, L, C) -> (B, L, H, D) -> (B, H, L, D)
-        return x.view(B, L, self.num_heads, self.head_dim).transpose(1, 2)
-
     def forward(
         self,
         query: Tensor,
@@ -246,41 +182,137 @@ class MultiHeadAttention(nn.Module):
         cache: KVCache | None = None,
         static_kv: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        check_tensor("query", query, "(B, T, C)", d_model=self.d_model)
-        check_tensor("key", key, "(B, S, C)", d_model=self.d_model)
-        check_tensor("value", value, "(B, S, C)", d_model=self.d_model)
-        check_key_value(key, value)
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            check_floating(name, x, self.q_proj.weight)
-        if not query.shape[0] == key.shape[0] == value.shape[0]:
-            raise ValueError(
-                "query, key and value must have the same batch size B, got "
-                f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}"
-            )
-        check_bool("need_weights", need_weights)
-        check_bool("static_kv", static_kv)
-        check_instance("cache", cache, KVCache, allow_none=True)
-        B, T, C = query.shape
-        H = self.num_heads
+        r"""对 query 的每个位置，按它与 key 的相似度加权平均 value，H 个头各做一次。
 
-        q = self._split_heads(self.q_proj(query))  # (B, T, C) -> (B, H, T, D)
-        if cache is not None and static_kv and cache.get(self) is not None:
-            k, v = cache.get(self)  # 交叉注意力：memory 的 K、V 已经算过，(B, H, S, D)
+        参数:
+            query: 查询。自注意力时 query、key、value 传同一个张量。
+            key: 键；交叉注意力时是编码器的输出 memory。
+            value: 值，与 key 一一对应（通常就是 key）。
+            mask: bool，True 表示可以关注（默认 ``None``，不遮挡）。(B, S) 的填充掩码要先
+                变成 (B, 1, 1, S)（见 :func:`~tinyformer.padding_mask`）。
+            need_weights: 是否返回每个头的注意力权重（默认 ``True``）。``False`` 时走
+                ``torch.nn.functional.scaled_dot_product_attention`` 的融合内核，输出相同
+                （到浮点舍入）但更快，返回 ``(output, None)``。
+            cache: :class:`~tinyformer.KVCache`，增量解码用（第 8 章，默认 ``None``）。
+                自注意力时 key/value 只需是新词元，它们的 K、V 接在缓存后面；
+                此时 S 是缓存后的键数，掩码的最后一维要与它一致。
+            static_kv: 与 ``cache`` 一起用于交叉注意力（默认 ``False``）：第一次调用算出
+                memory 的 K、V 存起来，以后直接取用（key、value 不再被投影）。
+
+        形状:
+            - query: (B, T, C)；key、value: (B, S, C)
+            - mask: (T|1, S) 或 (B|1, H|1, T|1, S)
+            - 输出: (B, T, C)；权重: (B, H, T, S) 或 ``None``
+        """
+        _check_mha_inputs(self, query, key, value, need_weights, cache, static_kv)
+        B, T, C = query.shape
+        if cache is None:
+            q, k, v = self._project(query, key, value)  # (B, H, T, D), (B, H, S, D), (B, H, S, D)
         else:
-            k = self._split_heads(self.k_proj(key))  # (B, S, C) -> (B, H, S, D)
-            v = self._split_heads(self.v_proj(value))  # (B, S, C) -> (B, H, S, D)
-            if cache is not None:
-                k, v = cache.append(self, k, v)  # 自注意力：接在已缓存的位置后面
-        S = k.shape[-2]
-        check_mask("mask", mask, (B, H, T, S), ndims=(2, 4))
+            q, k, v = self._project_with_cache(query, key, value, cache, static_kv)
+        check_mask("mask", mask, (B, self.num_heads, T, k.shape[-2]), ndims=(2, 4))
 
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
             y, weights = _attend(q, k, v, mask, dropout_p)  # (B, H, T, D), (B, H, T, S)
-        else:
+        else:  # 同样的计算交给 torch 的融合内核（见文件后面的 _attend_fused）
             y, weights = _attend_fused(q, k, v, mask, dropout_p), None
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
         return self.out_proj(y), weights
 
+    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Q = query W^Q，K = key W^K，V = value W^V，各自切成 H 个头。
+
+        输入是同一个张量时合成一次矩阵乘法：自注意力 [W^Q; W^K; W^V]，交叉注意力 [W^K; W^V]。
+        """
+        if query is key and key is value:  # 自注意力
+            return self._project_heads(query, self.q_proj, self.k_proj, self.v_proj)
+        (q,) = self._project_heads(query, self.q_proj)
+        if key is value:  # 交叉注意力：键和值都是 memory
+            return (q, *self._project_heads(key, self.k_proj, self.v_proj))
+        (k,) = self._project_heads(key, self.k_proj)
+        (v,) = self._project_heads(value, self.v_proj)
+        return q, k, v
+
+    def _project_heads(self, x: Tensor, *projections: nn.Linear) -> tuple[Tensor, ...]:
+        """把 n 个 C -> C 的投影按行拼成一个 C -> nC 的线性层作用在 x 上，结果切成 n 份、每份 H 个头。"""
+        B, L, C = x.shape
+        n, H, D = len(projections), self.num_heads, self.head_dim
+        if n == 1:
+            weight, bias = projections[0].weight, projections[0].bias  # (C, C)
+        else:  # n 个 (C, C) 按行拼成 (nC, C)；反向时梯度按行切回各自的参数
+            weight = torch.cat([p.weight for p in projections])
+            bias = None if projections[0].bias is None else torch.cat([p.bias for p in projections])
+        y = F.linear(x, weight, bias)  # (B, L, C) @ (C, nC) -> (B, L, nC)
+        # (B, L, nC) -> (B, L, n, H, D) -> (n, B, H, L, D)，再拆成 n 个 (B, H, L, D)
+        return y.view(B, L, n, H, D).permute(2, 0, 3, 1, 4).unbind(0)
+
+    # ---- 第 8 章：增量解码的键/值缓存 -------------------------------------------------------
+
+    def _project_with_cache(
+        self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache, static_kv: bool
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """与 :meth:`_project` 相同，但 K、V 经过缓存：
+
+        - 交叉注意力（``static_kv``）且已缓存：memory 的 K、V 直接取出，key、value 不再投影；
+        - 否则投影新词元，K、V 接在已缓存的后面（第一次调用时就是存进去）。
+        """
+        cached = cache.get(self) if static_kv else None
+        if cached is not None:
+            (q,) = self._project_heads(query, self.q_proj)  # (B, H, T, D)
+            return (q, *cached)  # K、V: (B, H, S, D)
+        q, k, v = self._project(query, key, value)
+        return (q, *cache.append(self, k, v))  # (B, H, S_old + S, D)
+
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, num_heads={self.num_heads}, dropout={self.dropout}"
+
+
+# ---- 融合路径：不要权重时，同样的计算交给 torch ---------------------------------------------
+
+
+def _attend_fused(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float
+) -> Tensor:
+    """与 :func:`_attend` 相同的计算交给 ``F.scaled_dot_product_attention``（融合内核，不返回权重）。"""
+    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)
+    if has_key is None or has_key.all():
+        # (..., T, D), (..., S, D), (..., S, Dv) -> (..., T, Dv)
+        return F.scaled_dot_product_attention(
+            query, key, value, attn_mask=mask, dropout_p=dropout_p
+        )
+    # 整行被遮住时 torch 的某些版本/后端给出 NaN（梯度也会是 NaN）。先让这些行"什么都能看"，
+    # 算完再把它们的输出置 0，与 _attend 的结果一致。
+    out = F.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask | ~has_key, dropout_p=dropout_p
+    )
+    return out.masked_fill(~has_key, 0.0)  # (..., T, Dv)
+
+
+# ---- 参数检查：一次调用查完 ------------------------------------------------------------------
+
+
+def _check_mha_inputs(
+    mha: MultiHeadAttention,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    need_weights: bool,
+    cache: KVCache | None,
+    static_kv: bool,
+) -> None:
+    """``MultiHeadAttention.forward`` 的参数检查（掩码要等知道 S 之后在 forward 里查）。"""
+    check_tensor("query", query, "(B, T, C)", d_model=mha.d_model)
+    check_tensor("key", key, "(B, S, C)", d_model=mha.d_model)
+    check_tensor("value", value, "(B, S, C)", d_model=mha.d_model)
+    check_key_value(key, value)
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        check_floating(name, x, mha.q_proj.weight)
+    if not query.shape[0] == key.shape[0] == value.shape[0]:
+        raise ValueError(
+            "query, key and value must have the same batch size B, got "
+            f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}"
+        )
+    check_bool("need_weights", need_weights)
+    check_bool("static_kv", static_kv)
+    check_instance("cache", cache, KVCache, allow_none=True)

@@ -1,7 +1,8 @@
 r"""只有解码器的因果语言模型（GPT 式）（第 7 章 编码器与解码器 讲解）。
 
 GPT 的块 = 自注意力 + 前馈网络，自注意力带因果掩码，没有交叉注意力——这正是
-:class:`~tinyformer.EncoderLayer` 加上因果掩码，所以这里直接复用它。
+:class:`~tinyformer.EncoderLayer` 加上因果掩码，所以这里的 :class:`GPTBlock` 就是它，
+只多一个逐词生成用的键/值缓存（第 8 章）。
 和 GPT-2 一样：学到的位置嵌入、pre-LN、NewGELU、末尾再加一个 LayerNorm、输出层与词嵌入共享权重。
 """
 
@@ -79,6 +80,40 @@ class GPTConfig:
         check_bool("tie_weights", self.tie_weights)
 
 
+class GPTBlock(EncoderLayer):
+    r"""GPT 的块：带因果掩码的 :class:`~tinyformer.EncoderLayer`，外加逐词生成用的键/值缓存。
+
+    参数、子模块的名字（``self_attn``、``ffn``、``norm1``、``norm2``……）和公式都与
+    :class:`~tinyformer.EncoderLayer` 相同；只有 ``forward`` 多一个 ``cache``。
+    """
+
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, cache: KVCache | None = None
+    ) -> Tensor:
+        r"""与 :meth:`EncoderLayer.forward <tinyformer.EncoderLayer.forward>` 相同，
+        自注意力的 K、V 可以经过缓存。
+
+        参数:
+            x: 输入序列；有缓存时只是新词元。
+            mask: bool，True 表示可以关注（默认 ``None``）；GPT 传入
+                :func:`~tinyformer.causal_mask` ``(T, start=缓存长度)``。
+            cache: :class:`~tinyformer.KVCache`（默认 ``None``）：新词元的 K、V 接在已缓存的后面。
+
+        形状:
+            - x: (B, T, C)
+            - mask: (T, T')，T' = 缓存后的总长度（没有缓存时 T' = T）
+            - 输出: (B, T, C)
+        """
+        check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+        if self.norm_first:
+            x = x + self._self_attention_block(self.norm1(x), mask, cache)
+            x = x + self.dropout2(self.ffn(self.norm2(x)))
+        else:
+            x = self.norm1(x + self._self_attention_block(x, mask, cache))
+            x = self.norm2(x + self.dropout2(self.ffn(x)))
+        return x  # (B, T, C)
+
+
 class GPT(nn.Module):
     r"""只有解码器的因果语言模型：根据前面的词元预测下一个词元。
 
@@ -130,7 +165,7 @@ class GPT(nn.Module):
         self.dropout = nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(
             [
-                EncoderLayer(c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
+                GPTBlock(c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
                 for _ in range(c.num_layers)
             ]
         )

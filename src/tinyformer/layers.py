@@ -35,7 +35,7 @@ class EncoderLayer(nn.Module):
             x = x + \mathrm{FFN}(\mathrm{LN_2}(x))
 
     给自注意力一个因果掩码，它就是 GPT 的块（自注意力 + FFN，没有交叉注意力），
-    :class:`~tinyformer.GPT` 正是这样用它的；``cache`` 参数只为这种用法而设。
+    :class:`~tinyformer.GPT` 正是这样用它的（``tinyformer.gpt.GPTBlock`` 再加上逐词生成用的缓存）。
 
     参数:
         d_model: 模型维数 C。
@@ -44,9 +44,6 @@ class EncoderLayer(nn.Module):
         dropout: 丢弃概率（默认 0.0），位置同 ``torch.nn.TransformerEncoderLayer``。
         norm_first: ``False``（默认）为 post-LN，``True`` 为 pre-LN。
         activation: ``"relu"``（默认）、``"gelu"`` 或 ``"gelu_tanh"``。
-
-    ``forward(x, src_mask=None, cache=None)``：``src_mask`` 为 bool，True 表示可以关注，
-    形状 (T|1, S) 或 (B|1, H|1, T|1, S)；``cache`` 见 :class:`~tinyformer.KVCache`。
 
     形状:
         - 输入 x: (B, T, C)
@@ -84,22 +81,33 @@ class EncoderLayer(nn.Module):
         self.need_weights = False
         self.self_attn_weights: Tensor | None = None
 
-    def _self_attention_block(self, x: Tensor, mask: Tensor | None, cache: KVCache | None):
+    def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        r"""自注意力子层，再前馈子层；每个子层都是 残差 + 层归一化。
+
+        参数:
+            x: 输入序列（编码器里是源句的表示）。
+            src_mask: bool，True 表示可以关注（默认 ``None``，不遮挡）；通常是源句的
+                :func:`~tinyformer.padding_mask`。
+
+        形状:
+            - x: (B, T, C)
+            - src_mask: (T|1, T) 或 (B|1, H|1, T|1, T)
+            - 输出: (B, T, C)
+        """
+        check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+        if self.norm_first:
+            x = x + self._self_attention_block(self.norm1(x), src_mask)
+            x = x + self.dropout2(self.ffn(self.norm2(x)))
+        else:
+            x = self.norm1(x + self._self_attention_block(x, src_mask))
+            x = self.norm2(x + self.dropout2(self.ffn(x)))
+        return x  # (B, T, C)
+
+    def _self_attention_block(self, x: Tensor, mask: Tensor | None, cache: KVCache | None = None):
+        """自注意力子层（残差之前的部分）；解码器层和 GPT 的块逐词生成时传入 ``cache``（第 8 章）。"""
         y, weights = self.self_attn(x, x, x, mask, need_weights=self.need_weights, cache=cache)
         self.self_attn_weights = None if weights is None else weights.detach()
         return self.dropout1(y)
-
-    def forward(
-        self, x: Tensor, src_mask: Tensor | None = None, cache: KVCache | None = None
-    ) -> Tensor:
-        check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
-        if self.norm_first:
-            x = x + self._self_attention_block(self.norm1(x), src_mask, cache)
-            x = x + self.dropout2(self.ffn(self.norm2(x)))
-        else:
-            x = self.norm1(x + self._self_attention_block(x, src_mask, cache))
-            x = self.norm2(x + self.dropout2(self.ffn(x)))
-        return x  # (B, T, C)
 
 
 class DecoderLayer(nn.Module):
@@ -121,14 +129,6 @@ class DecoderLayer(nn.Module):
         dropout: 丢弃概率（默认 0.0），位置同 ``torch.nn.TransformerDecoderLayer``。
         norm_first: ``False``（默认）为 post-LN，``True`` 为 pre-LN。
         activation: ``"relu"``（默认）、``"gelu"`` 或 ``"gelu_tanh"``。
-
-    ``forward(x, memory, tgt_mask=None, memory_mask=None, cache=None)``：
-
-    - ``tgt_mask``: 自注意力掩码，通常是 :func:`~tinyformer.causal_mask`（可再 ``&`` 上目标端
-      填充掩码），形状 (T|1, T) 或 (B|1, H|1, T|1, T)；使用缓存时最后一维是缓存后的总长度。
-    - ``memory_mask``: 交叉注意力掩码，通常是源句的 :func:`~tinyformer.padding_mask`，(B, 1, 1, S)。
-    - ``cache``: :class:`~tinyformer.KVCache`；自注意力追加新词元的 K、V，
-      交叉注意力只在第一次计算 memory 的 K、V。
 
     形状:
         - 输入 x: (B, T, C)，memory: (B, S, C)
@@ -170,18 +170,6 @@ class DecoderLayer(nn.Module):
         self.self_attn_weights: Tensor | None = None
         self.cross_attn_weights: Tensor | None = None
 
-    # 自注意力子层与编码器层的一模一样（同名的 self_attn、dropout1、need_weights），直接复用
-    _self_attention_block = EncoderLayer._self_attention_block
-
-    def _cross_attention_block(
-        self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: KVCache | None
-    ):
-        y, weights = self.cross_attn(
-            x, memory, memory, mask, need_weights=self.need_weights, cache=cache, static_kv=True
-        )
-        self.cross_attn_weights = None if weights is None else weights.detach()
-        return self.dropout2(y)
-
     def forward(
         self,
         x: Tensor,
@@ -190,6 +178,24 @@ class DecoderLayer(nn.Module):
         memory_mask: Tensor | None = None,
         cache: KVCache | None = None,
     ) -> Tensor:
+        r"""掩码自注意力、交叉注意力（看 memory）、前馈网络三个子层，各带残差与层归一化。
+
+        参数:
+            x: 目标端序列（右移一位的目标句，或逐词生成时的新词元）。
+            memory: 编码器的输出。
+            tgt_mask: 自注意力掩码，bool，True 表示可以关注（默认 ``None``）；通常是
+                :func:`~tinyformer.causal_mask`，可再 ``&`` 上目标端填充掩码。
+            memory_mask: 交叉注意力掩码（默认 ``None``）；通常是源句的
+                :func:`~tinyformer.padding_mask`。
+            cache: :class:`~tinyformer.KVCache`，逐词生成用（第 8 章，默认 ``None``）：
+                自注意力把新词元的 K、V 接在缓存后面，交叉注意力只在第一次计算 memory 的 K、V。
+
+        形状:
+            - x: (B, T, C)，memory: (B, S, C)
+            - tgt_mask: (T|1, T') 或 (B|1, H|1, T|1, T')，T' = 缓存后的总长度（没有缓存时 T' = T）
+            - memory_mask: (B|1, 1, 1, S)
+            - 输出: (B, T, C)
+        """
         check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
         check_tensor("memory", memory, "(B, S, C)", d_model=self.d_model)
         if self.norm_first:
@@ -201,3 +207,16 @@ class DecoderLayer(nn.Module):
             x = self.norm2(x + self._cross_attention_block(x, memory, memory_mask, cache))
             x = self.norm3(x + self.dropout3(self.ffn(x)))
         return x  # (B, T, C)
+
+    # 自注意力子层与编码器层的一模一样（同名的 self_attn、dropout1、need_weights），直接复用
+    _self_attention_block = EncoderLayer._self_attention_block
+
+    def _cross_attention_block(
+        self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: KVCache | None
+    ):
+        """交叉注意力子层（残差之前的部分）：查询来自 x，键和值来自 memory。"""
+        y, weights = self.cross_attn(
+            x, memory, memory, mask, need_weights=self.need_weights, cache=cache, static_kv=True
+        )
+        self.cross_attn_weights = None if weights is None else weights.detach()
+        return self.dropout2(y)
