@@ -8,7 +8,8 @@
  *    术语优先，其余的词（“公式”“区别”）能缩小范围时才加，永远不会把结果缩成空。
  * 2. 排序。讲一个术语的章节排在术语表、符号表这些附录前面：附录页的分数减去一个常数。
  * 3. 摘要。摘要取自结果页的 HTML，行内公式在那里还是 TeX 源码（\(d_\text{model}\)）；
- *    这里先把公式换成读得懂的纯文本（d_model）。
+ *    这里先把公式换成读得懂的纯文本（d_model），去掉页面的按钮、打印用的目录、代码与输出，
+ *    并把连续的空白并成一个空格，摘要就是一段正文。
  *
  * 第 1 条在 Node 里由 tests/test_search_index.py 运行，第 1–3 条由 tests/test_browser.py 在浏览器里检查。
  */
@@ -129,13 +130,24 @@ function tinyformerTexToText(tex) {
     .trim();
 }
 
-if (typeof Search !== "undefined") {
+function tinyformerPatchExcerpts() {
   const htmlToText = Search.htmlToText;
   Search.htmlToText = (htmlString, anchor) => {
     const page = new DOMParser().parseFromString(htmlString, "text/html");
+    page
+      .querySelectorAll(".bd-header-article, #jb-print-docs-body, .cell_input, .cell_output, pre")
+      .forEach((chrome) => chrome.remove());
     page.querySelectorAll(".math").forEach((math) => {
       math.replaceWith(page.createTextNode(` ${tinyformerTexToText(math.textContent)} `));
     });
-    return htmlToText(page.documentElement.outerHTML, anchor);
+    return htmlToText(page.documentElement.outerHTML, anchor).replace(/\s+/g, " ");
   };
+}
+
+// 网页上 searchtools.js 先于本文件加载，Search 已经有了；tests/test_search_index.py 把两个文件拼成
+// 一个脚本在 Node 里运行，那时 Search 还在暂时性死区里，摘要也用不到
+try {
+  tinyformerPatchExcerpts();
+} catch (error) {
+  if (!(error instanceof ReferenceError)) throw error;
 }
