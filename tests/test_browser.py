@@ -494,7 +494,7 @@ def test_page_reads_well(read, site, name, view):
         assert page.get_attribute("html", "data-theme") == "dark"
         # 输出区不是浅灰色的面板；图片放在白色卡片里（matplotlib 的图是白底）
         backgrounds = page.eval_on_selector_all(
-            ".cell_output",
+            ".cell_output, .cell_output .widget-subarea, .cell_output .text_html",
             "els => els.map(e => getComputedStyle(e).backgroundColor)",
         )
         assert all(bg in ("rgba(0, 0, 0, 0)", "transparent") for bg in backgrounds), backgrounds
