@@ -113,11 +113,16 @@ def browser(tmp_path_factory):
 
 
 class Visit:
-    """打开一页，记下控制台错误、页面异常、失败的请求，以及被拦下的外部请求。"""
+    """打开一页，记下控制台错误、页面异常、失败的请求，以及被拦下的外部请求；另记下每个成功请求的
+    路径（算页面重量用）。可以给窗口大小和配色（浅色/深色）。"""
 
-    def __init__(self, browser, url):
-        self.errors, self.failed, self.external = [], [], []
+    def __init__(self, browser, url, viewport=None, color_scheme=None):
+        self.errors, self.failed, self.external, self.paths = [], [], [], set()
         self.page = browser.new_page()
+        if viewport:
+            self.page.set_viewport_size(viewport)
+        if color_scheme:
+            self.page.emulate_media(color_scheme=color_scheme)
         self.page.route("**/*", self._route)
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
@@ -125,7 +130,13 @@ class Visit:
         self.page.on(
             "response", lambda r: r.status >= 400 and self.failed.append((r.url, r.status))
         )
+        self.page.on("requestfinished", lambda r: self.paths.add(urlparse(r.url).path))
         self.page.goto(url, wait_until="load")
+
+    def weight(self, site):
+        """本页加载的全部文件的字节数（按网站里的文件大小算）。"""
+        files = [site / unquote(p).lstrip("/") for p in self.paths]
+        return sum(f.stat().st_size for f in files if f.is_file())
 
     def _route(self, route):
         if urlparse(route.request.url).hostname == "127.0.0.1":
@@ -307,36 +318,12 @@ RANKED = {
 }
 
 
-class Reading(Visit):
-    """按给定的窗口宽度与配色打开一页；另记下每个成功请求的路径，用来算页面重量。"""
-
-    def __init__(self, browser, url, viewport, color_scheme):
-        self.errors, self.failed, self.external, self.paths = [], [], [], set()
-        self.page = browser.new_page()
-        self.page.set_viewport_size(viewport)
-        self.page.emulate_media(color_scheme=color_scheme)
-        self.page.route("**/*", self._route)
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("requestfailed", lambda r: self.failed.append((r.url, r.failure)))
-        self.page.on(
-            "response", lambda r: r.status >= 400 and self.failed.append((r.url, r.status))
-        )
-        self.page.on("requestfinished", lambda r: self.paths.add(urlparse(r.url).path))
-        self.page.goto(url, wait_until="load")
-
-    def weight(self, site):
-        """本页加载的全部文件的字节数（按网站里的文件大小算）。"""
-        files = [site / unquote(p).lstrip("/") for p in self.paths]
-        return sum(f.stat().st_size for f in files if f.is_file())
-
-
 @pytest.fixture
 def read(browser, server):
     readings = []
 
     def open_page(path, view="desktop"):
-        readings.append(Reading(browser, f"{server}/{path}", **VIEWS[view]))
+        readings.append(Visit(browser, f"{server}/{path}", **VIEWS[view]))
         return readings[-1]
 
     yield open_page
