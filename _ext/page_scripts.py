@@ -3,19 +3,14 @@
 1. 去掉重复的脚本。扩展在构建开始后用 app.add_js_file(None, body=...) 加的内联脚本，会以文件名
    None 和 '' 各进页面一次，Sphinx 7.4 判重时认为两者不同。sphinx-thebe 的内联脚本是 const 声明，
    第二次执行时浏览器报 SyntaxError（Identifier 'THEBE_JS_URL' has already been declared）。
-2. 告诉 require.js 控件管理器在哪里。embed-amd.js 按自己的模块名
-   @jupyter-widgets/html-manager/dist/libembed-amd 在 require.js 里的地址找样式里的图标字体，
-   默认是相对页面的 chapters/@jupyter-widgets/html-manager/dist/…（404）。
-3. 让控件能用 MathJax 3。ipywidgets 的控件用 MathJax 2 的 MathJax.Hub.Queue 排版标签里的公式，
+2. 让控件能用 MathJax 3。ipywidgets 的控件用 MathJax 2 的 MathJax.Hub.Queue 排版标签里的公式，
    本站是 MathJax 3，没有 MathJax.Hub，每个带说明文字的控件都抛 TypeError（reading 'Queue'）。
    这里补一个 MathJax.Hub.Queue，交给 MathJax 3 的 typesetPromise。
 
 tests/test_browser.py 检查每页没有控制台错误、没有失败的请求。
 """
 
-import json
-
-WIDGET_MANAGER = "_static/html-manager/embed-amd.js"  # 由 _config.yml 的 nb_ipywidgets_js 加入
+WIDGET_MANAGER = "_static/html-manager/embed.js"  # 由 _config.yml 的 nb_ipywidgets_js 加入
 
 # 延迟加载的 MathJax 3 在 DOMContentLoaded 之前已执行，控件在那之后才渲染
 MATHJAX2_QUEUE = """
@@ -42,12 +37,9 @@ def fix_scripts(app, pagename, templatename, context, doctree):
 
     manager = [js for js in scripts if js.filename == WIDGET_MANAGER]
     if manager:
-        # 相对本页的目录，例如 ../_static/html-manager
-        folder = context["pathto"](WIDGET_MANAGER, 1).rsplit("/", 1)[0]
-        paths = {"@jupyter-widgets/html-manager/dist": folder}
-        body = f"require.config({{paths: {json.dumps(paths)}}});" + MATHJAX2_QUEUE
-        app.add_js_file(None, body=body)
-        # 放在 require.js 之后、embed-amd.js 之前（它们优先级相同，排序时保持这个顺序）
+        # embed.js 自己找样式里的图标字体（相对它自己的地址），只需补上 MathJax 2 的接口
+        app.add_js_file(None, body=MATHJAX2_QUEUE)
+        # 放在控件管理器之前（它们优先级相同，排序时保持这个顺序）
         scripts.insert(scripts.index(manager[0]), scripts.pop())
 
 

@@ -16,7 +16,7 @@ import shutil
 import threading
 from fnmatch import fnmatch
 from pathlib import Path
-from urllib.parse import quote, urlparse
+from urllib.parse import quote, unquote, urlparse
 
 import pytest
 import yaml
@@ -113,11 +113,16 @@ def browser(tmp_path_factory):
 
 
 class Visit:
-    """打开一页，记下控制台错误、页面异常、失败的请求，以及被拦下的外部请求。"""
+    """打开一页，记下控制台错误、页面异常、失败的请求，以及被拦下的外部请求；另记下每个成功请求的
+    路径（算页面重量用）。可以给窗口大小和配色（浅色/深色）。"""
 
-    def __init__(self, browser, url):
-        self.errors, self.failed, self.external = [], [], []
+    def __init__(self, browser, url, viewport=None, color_scheme=None):
+        self.errors, self.failed, self.external, self.paths = [], [], [], set()
         self.page = browser.new_page()
+        if viewport:
+            self.page.set_viewport_size(viewport)
+        if color_scheme:
+            self.page.emulate_media(color_scheme=color_scheme)
         self.page.route("**/*", self._route)
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
@@ -125,7 +130,13 @@ class Visit:
         self.page.on(
             "response", lambda r: r.status >= 400 and self.failed.append((r.url, r.status))
         )
+        self.page.on("requestfinished", lambda r: self.paths.add(urlparse(r.url).path))
         self.page.goto(url, wait_until="load")
+
+    def weight(self, site):
+        """本页加载的全部文件的字节数（按网站里的文件大小算）。"""
+        files = [site / unquote(p).lstrip("/") for p in self.paths]
+        return sum(f.stat().st_size for f in files if f.is_file())
 
     def _route(self, route):
         if urlparse(route.request.url).hostname == "127.0.0.1":
@@ -273,3 +284,218 @@ def test_screenshot(visit, name, scroll_to):
     path = SCREENSHOTS / f"{Path(name).name}.png"
     page.screenshot(path=path)
     assert path.stat().st_size > 10_000
+
+
+# ---------------------------------------------------------------------------------------------
+# 读起来舒服（issue 18）与轻的页面、短语搜索（issue 12 第 5、6 条）：导航、短语搜索、页面重量、
+# 窄屏不横向溢出、深色模式，以及每页三张截图（桌面 1366、手机 390、深色）。
+# ---------------------------------------------------------------------------------------------
+
+PAGE_BUDGET = 6_000_000  # 一页连同它加载的全部文件，字节（issue 12 第 6 条）
+VIEWS = {
+    "desktop": {"viewport": {"width": 1366, "height": 900}, "color_scheme": "light"},
+    "phone": {"viewport": {"width": 390, "height": 844}, "color_scheme": "light"},
+    "dark": {"viewport": {"width": 1366, "height": 900}, "color_scheme": "dark"},
+}
+
+# 短语查询 -> 结果里必须有的页面；浏览器里按术语词典与索引分词（tools/search_zh.js）
+PHRASES = {
+    "位置编码的公式": ["chapters/ch03_*"],
+    "多头注意力怎么算": ["chapters/ch05_*"],
+    "层归一化和批归一化的区别": ["chapters/ch06_*"],
+    "缩放点积注意力为什么要除以根号": ["chapters/ch05_*"],
+    "束搜索和贪心解码": ["chapters/ch08_*"],
+    "因果掩码的形状": ["chapters/ch05_*", "chapters/ch07_*"],
+    "残差连接的梯度": ["chapters/ch06_*"],
+}
+
+# 术语 -> 必须排在术语表前面的章节
+RANKED = {
+    "位置编码": "chapters/ch03_positional_encoding",
+    "多头注意力": "chapters/ch05_attention",
+    "层归一化": "chapters/ch06_norm_residual_ffn",
+    "束搜索": "chapters/ch08_translation",
+}
+
+
+@pytest.fixture
+def read(browser, server):
+    readings = []
+
+    def open_page(path, view="desktop"):
+        readings.append(Visit(browser, f"{server}/{path}", **VIEWS[view]))
+        return readings[-1]
+
+    yield open_page
+    for r in readings:
+        r.close()
+
+
+def settle(page, name):
+    """等公式排好、控件画好、图片与字体加载完。"""
+    if has_math(name):
+        wait_for_mathjax(page)
+    if has_widgets(name):
+        wait_for_widgets(page)
+    page.evaluate(
+        """() => Promise.all([...document.images].map(img => {
+            img.loading = 'eager';
+            return img.decode().catch(() => {});
+        }))"""
+    )
+    page.evaluate("() => document.fonts.ready")
+    page.wait_for_load_state("networkidle")
+
+
+def shown(page, selector):
+    """元素在屏幕里看得见：可见、有宽度、左右都在窗口之内。"""
+    return page.evaluate(
+        """(selector) => {
+            const e = document.querySelector(selector);
+            if (!e) return false;
+            const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+            return s.visibility !== 'hidden' && s.display !== 'none' && r.width > 0
+                && r.right > 1 && r.left < window.innerWidth - 1;
+        }""",
+        selector,
+    )
+
+
+def visible_button(page, selector):
+    buttons = [b for b in page.locator(selector).all() if b.is_visible()]
+    assert len(buttons) == 1, f"{selector}: {len(buttons)} 个可见的按钮"
+    return buttons[0]
+
+
+@pytest.mark.parametrize("view", ["phone", "desktop"])
+def test_chapter_menu_opens_closes_and_its_links_work(read, view):
+    """☰ 打开、关上章节目录；从目录里点到另一章。"""
+    page = read("chapters/ch03_positional_encoding.html", view).page
+    sidebar = ".bd-sidebar-primary"
+    toggle = visible_button(page, ".primary-toggle")
+    open_at_start = view == "desktop"  # 宽屏上目录一开始就在，窄屏上藏着
+    assert shown(page, sidebar) == open_at_start
+    toggle.click()
+    page.wait_for_timeout(400)
+    assert shown(page, sidebar) != open_at_start
+    if view == "phone":
+        page.keyboard.press("Escape")  # 窄屏上目录是浮层：Esc 或点旁边关上
+    else:
+        toggle.click()
+    page.wait_for_timeout(400)
+    assert shown(page, sidebar) == open_at_start
+    if not open_at_start:
+        toggle.click()
+        page.wait_for_timeout(400)
+    page.locator(f"{sidebar} a[href$='ch05_attention.html']").first.click()
+    page.wait_for_url("**/chapters/ch05_attention.html")
+
+
+@pytest.mark.parametrize("view", ["phone", "desktop"])
+def test_contents_panel_opens_closes_and_its_links_work(read, view):
+    """本页目录：窄屏上由按钮打开、关上；宽屏上一直在右侧。从里面点到一节。"""
+    page = read("chapters/ch03_positional_encoding.html", view).page
+    panel = ".bd-sidebar-secondary"
+    if view == "phone":
+        assert not shown(page, panel)
+        toggle = visible_button(page, ".secondary-toggle")
+        toggle.click()
+        page.wait_for_timeout(400)
+        assert shown(page, panel)
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(400)
+        assert not shown(page, panel)
+        toggle.click()
+        page.wait_for_timeout(400)
+    else:
+        assert shown(page, panel)
+        assert not [b for b in page.locator(".secondary-toggle").all() if b.is_visible()]
+    link = page.locator(f"{panel} a.nav-link").nth(1)
+    target = link.get_attribute("href")
+    assert target.startswith("#")
+    link.click()
+    page.wait_for_function("(hash) => location.hash === hash", arg=target)
+    # 滚到了那一节（主题用平滑滚动，等它停下）
+    page.wait_for_function(
+        """(id) => {
+            const top = document.getElementById(id).getBoundingClientRect().top;
+            return top >= 0 && top < 300;
+        }""",
+        arg=target[1:],
+        timeout=5000,
+    )
+
+
+def search_results(page):
+    page.wait_for_function(
+        "() => document.querySelector('#search-results .search-summary')?.textContent"
+    )
+    page.wait_for_function(  # 摘要是异步取来的：等每条结果都有了摘要
+        """() => [...document.querySelectorAll('#search-results ul.search li')]
+            .every(li => li.querySelector('p.context'))"""
+    )
+    return page.eval_on_selector_all(
+        "#search-results ul.search li",
+        """els => els.map(e => [
+            new URL(e.querySelector('a').href).pathname.replace(/^\\//, '').replace(/\\.html$/, ''),
+            e.querySelector('p.context').textContent])""",
+    )
+
+
+@pytest.mark.parametrize("phrase", PHRASES)
+def test_phrase_search_finds_the_chapters(read, site, phrase):
+    """不带空格的一句话也能搜：浏览器按同一部词典切分查询（tools/search_zh.js）。"""
+    v = read(f"search.html?q={quote(phrase)}")
+    results = search_results(v.page)
+    found = {name for name, _ in results}
+    missing = [p for p in PHRASES[phrase] if not any(fnmatch(f, p) for f in found)]
+    assert missing == [], f"{phrase}: 切成 {v.page.evaluate('splitQuery', phrase)}，找到 {found}"
+    assert v.errors == [] and v.external == []
+
+
+@pytest.mark.parametrize("term", RANKED)
+def test_search_ranks_the_chapter_above_the_glossary_with_plain_excerpts(read, term):
+    results = search_results(read(f"search.html?q={quote(term)}").page)
+    order = [name for name, _ in results]
+    assert order[0] == RANKED[term], order
+    assert order.index(RANKED[term]) < order.index("chapters/appendix_glossary")
+    for name, excerpt in results:
+        # 摘要是正文：没有 TeX 源码，没有页面按钮
+        assert not re.search(r"\\[A-Za-z(\[]|\$", excerpt), (name, excerpt)
+        assert ".ipynb" not in excerpt and ".pdf" not in excerpt, (name, excerpt)
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("name", PAGES)
+def test_page_reads_well(read, site, name, view):
+    """每页三种看法：不超重、窄屏不横向溢出、深色模式里图与控件有意装框；截图存下来给人看。"""
+    v = read(f"{name}.html", view)
+    page = v.page
+    settle(page, name)
+
+    assert v.weight(site) <= PAGE_BUDGET, f"{name}: {v.weight(site) / 1e6:.2f} MB"
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= VIEWS[view]["viewport"]["width"], f"{name} 在 {view} 上宽 {width}px"
+
+    if view == "dark":
+        assert page.get_attribute("html", "data-theme") == "dark"
+        # 输出区不是浅灰色的面板；图片放在白色卡片里（matplotlib 的图是白底）
+        backgrounds = page.eval_on_selector_all(
+            ".cell_output, .cell_output .widget-subarea, .cell_output .text_html",
+            "els => els.map(e => getComputedStyle(e).backgroundColor)",
+        )
+        assert all(bg in ("rgba(0, 0, 0, 0)", "transparent") for bg in backgrounds), backgrounds
+        framed = page.eval_on_selector_all(
+            ".cell_output img",
+            """els => els.map(e => {
+                const s = getComputedStyle(e);
+                return s.backgroundColor === 'rgb(255, 255, 255)' && parseFloat(s.paddingTop) > 0;
+            })""",
+        )
+        assert all(framed), f"{name}: 深色模式里有图片没装进白色卡片"
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{Path(name).name}-{view}.png"
+    page.screenshot(path=path)
+    assert path.stat().st_size > 10_000
+    assert v.external == [] and v.failed == [] and v.errors == []

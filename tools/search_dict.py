@@ -18,12 +18,20 @@
 ``sphinx.search.zh`` 按当前工作目录解析这个路径，而且文件不存在时不报错、悄悄不用；所以
 这里把它换成绝对路径。词典内容变了（术语有增删）时，所有页面重新读入，索引才会用新词典重切。
 ``tests/test_search_index.py`` 检查构建出的 ``searchindex.js`` 里确实有这些整词。
+
+查询一侧用同一个词典：浏览器里的搜索框只按空白和标点切词，“位置编码的公式”整串是一个词，什么也
+找不到。本扩展把中文的搜索语言换成 ``SearchChineseWithDictionary``：索引照旧由 jieba 切，网页的
+``language_data.js`` 里多一段 ``tools/search_zh.js``（连同这个词典），在浏览器里按正向最大匹配切查询，
+并让讲术语的章节排在附录前面、摘要里的公式显示成纯文本。
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+
+from sphinx.search.zh import SearchChinese
 
 CJK = re.compile(r"[\u4e00-\u9fd5]")
 # jieba 只在这些字符组成的片段里查词典（jieba.re_han_default）；含别的字符（如“–”）的词永远匹配不上
@@ -95,7 +103,24 @@ def _outdated_when_dictionary_changed(app, env, added, changed, removed):
     return []
 
 
+SEARCH_SCRIPT = Path(__file__).with_name("search_zh.js")
+
+
+class SearchChineseWithDictionary(SearchChinese):
+    """Sphinx 的中文搜索，外加浏览器一侧的查询分词（``tools/search_zh.js``），词典与索引的相同。"""
+
+    def init(self, options: dict[str, str]) -> None:
+        super().init(options)
+        path = Path(options.get("dict", ""))
+        words = path.read_text(encoding="utf-8").split() if path.is_file() else []
+        script = SEARCH_SCRIPT.read_text(encoding="utf-8")
+        placeholder = "/*DICTIONARY*/ []"
+        assert placeholder in script, f"{SEARCH_SCRIPT} lost its {placeholder!r}"
+        self.js_splitter_code = script.replace(placeholder, json.dumps(words, ensure_ascii=False))
+
+
 def setup(app):
+    app.add_search_language(SearchChineseWithDictionary)
     app.add_config_value("search_dict_glossary", "", "html")
     app.connect("config-inited", _write_dictionary)
     app.connect("env-get-outdated", _outdated_when_dictionary_changed)

@@ -4,8 +4,11 @@
 默认它们来自 CDN，在国内很慢或打不开，离线时没有；这里改为从本站加载。MathJax 另由 PyPI 包
 sphinx-mathjax-offline 提供。
 
-版本与 myst-nb 1.4.0 默认引用的一致（nb_ipywidgets_js 的默认值），html-manager 1.0.6 满足
-ipywidgets 8.1.9 的要求（^1.0.1）。tarball 由 npm 客户端从 npm 注册表取得（`npm pack`），
+require.js 的版本与 myst-nb 1.4.0 默认引用的一致（nb_ipywidgets_js 的默认值）。控件管理器用
+html-manager 1.0.15 的 embed.js（1.9 MB），而不是 myst-nb 默认的 1.0.6 embed-amd.js（4.4 MB）：
+embed-amd.js 为了兼容 ipywidgets 7 另外打包了一份 7.x 的 base 与 controls，还要 require.js；
+本书保存的控件状态是 ipywidgets 8.1.9 的，embed.js 自带 8.x 的 base、controls、output，
+不需要 require.js。有控件的页面因此轻了约 2.6 MB（issue 12 第 6 条；tests/test_site_size.py）。tarball 由 npm 客户端从 npm 注册表取得（`npm pack`），
 用下表固定的 sha512 校验后只解出需要的文件。已解出且校验值相同时不再联网。
 
     python tools/web_assets.py        tasks.py book 在构建前会运行它
@@ -33,15 +36,16 @@ PACKAGES = {
         ["package/require.js"],
     ),
     "@jupyter-widgets/html-manager": (
-        "1.0.6",
-        "sha512-+Mn+Ra8wyIHrYaUpfmf9A3dsLkt/NuwzPQN8sthdxBD35VV5cOJbpmgMhNR27n/rmP3mKyEe0PWCJrtZrXTXDQ==",
+        "1.0.15",
+        "sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA==",
         "html-manager",
-        # embed-amd.js 自带 base/controls/output 三个控件模块和样式；样式里的图标字体
-        # 从 embed-amd.js 所在目录加载（webpack 的 publicPath 取自它自己的地址）。
+        # embed.js 自带 base/controls/output 三个控件模块和样式；样式里的图标字体
+        # 从 embed.js 所在目录加载（webpack 的 publicPath 取自它自己的地址）。
         # 浏览器取 @font-face 里第一个认识的格式：woff2，旧浏览器 woff；eot/ttf/svg 不再需要。
         [
             "package/LICENSE",
-            "package/dist/embed-amd.js",
+            "package/dist/embed.js",
+            "package/dist/embed.js.LICENSE.txt",
             "package/dist/*.woff2",
             "package/dist/*.woff",
         ],
