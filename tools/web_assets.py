@@ -12,6 +12,7 @@ ipywidgets 8.1.9 的要求（^1.0.1）。tarball 由 npm 客户端从 npm 注册
 """
 
 import base64
+import gzip
 import hashlib
 import shutil
 import subprocess
@@ -47,6 +48,40 @@ PACKAGES = {
         ],
     ),
 }
+
+
+# ---------------------------------------------------------------------------------------
+# 第 8 章的网页翻译器：onnxruntime-web，只取 WebAssembly 后端（不要 WebGL/WebGPU/WebNN/JSEP）。
+# ort.wasm.min.js 是普通脚本（定义全局 ort），运行时再 import() 同目录的 Emscripten 胶水
+# ort-wasm-simd-threaded.mjs，它实例化 ort-wasm-simd-threaded.wasm。1.19 起这是唯一的 CPU 版本
+# （单线程另有的版本已取消）；页面设 numThreads = 1，不需要跨源隔离。这个 .wasm 有 14 MB，
+# gzip 后约 3.7 MB：这里存成 .wasm.gz，浏览器用 DecompressionStream 解开后交给
+# ort.env.wasm.wasmBinary（_static_ch08/live_translator/live_translator.js），模型加运行时不超过 8 MB，
+# 也不依赖服务器替我们压缩。这些文件只有第 8 章的页面引用（tests/test_live_translator.py 检查）。
+ONNXRUNTIME_WEB = "onnxruntime-web"
+ONNXRUNTIME_WASM = "ort-wasm-simd-threaded.wasm"
+PACKAGES[ONNXRUNTIME_WEB] = (
+    "1.30.0",
+    "sha512-q0y+JrrtukXSzsBWEMccVfqX25LRmosXHF+CaRJmg8pZClzcV7svNc4rKY3jL02Vb7QmRMDs1SigqR4CXAfKYQ==",
+    "onnxruntime-web",
+    [
+        # 包里没有单独的 LICENSE 文件；ort.wasm.min.js 的文件头写明 MIT 许可
+        "package/dist/ort.wasm.min.js",
+        "package/dist/ort-wasm-simd-threaded.mjs",
+        f"package/dist/{ONNXRUNTIME_WASM}",
+    ],
+)
+
+
+def compress_onnxruntime_wasm() -> None:
+    """把解出的 .wasm 换成 .wasm.gz（gzip 头里不写时间和文件名，所以每次逐字节相同）。"""
+    folder = VENDOR / PACKAGES[ONNXRUNTIME_WEB][2]
+    wasm = folder / ONNXRUNTIME_WASM
+    if not wasm.exists():
+        return  # 已经压缩过（fetch 校验值没变时不会重新解出）
+    data = wasm.read_bytes()
+    (folder / f"{ONNXRUNTIME_WASM}.gz").write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    wasm.unlink()
 
 
 def sha512_integrity(data: bytes) -> str:
@@ -91,6 +126,7 @@ def fetch(name: str) -> None:
 def main() -> None:
     for name in PACKAGES:
         fetch(name)
+    compress_onnxruntime_wasm()
 
 
 if __name__ == "__main__":
