@@ -54,11 +54,9 @@ class EncoderGraph(nn.Module):
     例子::
 
         >>> import torch
-        >>> from tinyformer import Transformer, TransformerConfig
-        >>> config = TransformerConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=16,
-        ...     num_heads=4, num_encoder_layers=1, num_decoder_layers=1, d_ff=32, max_len=20)
-        >>> EncoderGraph(Transformer(config).eval())(torch.tensor([[5, 6, 7]])).shape
-        torch.Size([1, 3, 16])
+        >>> from tinyformer.pretrained import load_translator
+        >>> EncoderGraph(load_translator().model)(torch.tensor([[4, 5, 6]])).shape
+        torch.Size([1, 3, 128])
     """
 
     def __init__(self, model: Transformer):
@@ -87,14 +85,12 @@ class DecoderStepGraph(nn.Module):
     例子::
 
         >>> import torch
-        >>> from tinyformer import Transformer, TransformerConfig
-        >>> config = TransformerConfig(src_vocab_size=12, tgt_vocab_size=10, d_model=16,
-        ...     num_heads=4, num_encoder_layers=1, num_decoder_layers=1, d_ff=32, max_len=20)
-        >>> model = Transformer(config).eval()
-        >>> src, tgt = torch.tensor([[5, 6, 7]]), torch.tensor([[2, 4]])
+        >>> from tinyformer.pretrained import load_translator
+        >>> model = load_translator().model
+        >>> src, tgt = torch.tensor([[4, 5, 6]]), torch.tensor([[2]])  # 源句 3 个词元；<bos>
         >>> logits, attention = DecoderStepGraph(model)(tgt, model.encode(src), src)
-        >>> logits.shape, attention.shape
-        (torch.Size([1, 10]), torch.Size([1, 2, 3]))
+        >>> logits.shape == (1, model.config.tgt_vocab_size), attention.shape
+        (True, torch.Size([1, 1, 3]))
     """
 
     def __init__(self, model: Transformer):
