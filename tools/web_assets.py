@@ -58,24 +58,27 @@ PACKAGES = {
 # gzip 后约 3.7 MB：这里存成 .wasm.gz，浏览器用 DecompressionStream 解开后交给
 # ort.env.wasm.wasmBinary（_static_ch08/live_translator/live_translator.js），模型加运行时不超过 8 MB，
 # 也不依赖服务器替我们压缩。这些文件只有第 8 章的页面引用（tests/test_live_translator.py 检查）。
+# 与 PACKAGES 分开列：PACKAGES 是 myst-nb 的控件脚本（tests/test_site_offline.py 核对它们的版本）。
 ONNXRUNTIME_WEB = "onnxruntime-web"
 ONNXRUNTIME_WASM = "ort-wasm-simd-threaded.wasm"
-PACKAGES[ONNXRUNTIME_WEB] = (
-    "1.30.0",
-    "sha512-q0y+JrrtukXSzsBWEMccVfqX25LRmosXHF+CaRJmg8pZClzcV7svNc4rKY3jL02Vb7QmRMDs1SigqR4CXAfKYQ==",
-    "onnxruntime-web",
-    [
-        # 包里没有单独的 LICENSE 文件；ort.wasm.min.js 的文件头写明 MIT 许可
-        "package/dist/ort.wasm.min.js",
-        "package/dist/ort-wasm-simd-threaded.mjs",
-        f"package/dist/{ONNXRUNTIME_WASM}",
-    ],
-)
+TRANSLATOR_PACKAGES = {
+    ONNXRUNTIME_WEB: (
+        "1.30.0",
+        "sha512-q0y+JrrtukXSzsBWEMccVfqX25LRmosXHF+CaRJmg8pZClzcV7svNc4rKY3jL02Vb7QmRMDs1SigqR4CXAfKYQ==",
+        "onnxruntime-web",
+        [
+            # 包里没有单独的 LICENSE 文件；ort.wasm.min.js 的文件头写明 MIT 许可
+            "package/dist/ort.wasm.min.js",
+            "package/dist/ort-wasm-simd-threaded.mjs",
+            f"package/dist/{ONNXRUNTIME_WASM}",
+        ],
+    )
+}
 
 
 def compress_onnxruntime_wasm() -> None:
     """把解出的 .wasm 换成 .wasm.gz（gzip 头里不写时间和文件名，所以每次逐字节相同）。"""
-    folder = VENDOR / PACKAGES[ONNXRUNTIME_WEB][2]
+    folder = VENDOR / TRANSLATOR_PACKAGES[ONNXRUNTIME_WEB][2]
     wasm = folder / ONNXRUNTIME_WASM
     if not wasm.exists():
         return  # 已经压缩过（fetch 校验值没变时不会重新解出）
@@ -88,8 +91,8 @@ def sha512_integrity(data: bytes) -> str:
     return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
 
 
-def fetch(name: str) -> None:
-    version, integrity, folder, patterns = PACKAGES[name]
+def fetch(name: str, packages: dict = PACKAGES) -> None:
+    version, integrity, folder, patterns = packages[name]
     target = VENDOR / folder
     stamp = target / ".integrity"  # 以点开头：Sphinx 不会把它复制进网站
     if stamp.exists() and stamp.read_text() == integrity:
@@ -126,6 +129,7 @@ def fetch(name: str) -> None:
 def main() -> None:
     for name in PACKAGES:
         fetch(name)
+    fetch(ONNXRUNTIME_WEB, TRANSLATOR_PACKAGES)
     compress_onnxruntime_wasm()
 
 
