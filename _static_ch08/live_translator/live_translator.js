@@ -181,9 +181,9 @@
   /** 行是生成的英文词元（查询），列是中文词元（键），颜色是注意力权重（0–1）。 */
   function drawMap(result, layer) {
     const { srcTokens, tgtTokens, attention } = result;
-    const cellW = 44;
-    const cellH = 26;
-    const left = 118;
+    const cellW = 56;
+    const cellH = 34;
+    const left = 124;
     const top = 40;
     const width = cellW * srcTokens.length;
     const height = cellH * tgtTokens.length;
@@ -259,9 +259,10 @@
     .live-translator { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.8em 1em; margin: 1em 0; }
     .live-translator input { width: 16em; font-size: 1em; padding: 0.15em 0.4em; }
     .live-translator .lt-status { color: #57606a; font-size: 0.85em; margin: 0.4em 0; }
-    .live-translator .lt-output { font-family: var(--pst-font-family-monospace, monospace); margin: 0.5em 0; white-space: pre-wrap; }
-    .live-translator svg { font-size: 13px; fill: currentColor; max-width: 100%; height: auto; }
-    .live-translator .lt-title { font-size: 14px; }
+    .live-translator .lt-output { font-family: var(--pst-font-family-monospace, monospace); margin: 0.5em 0; white-space: pre-wrap; background: var(--pst-color-surface, #f5f5f5); padding: 0.6em 1em; border-radius: 4px; }
+    .live-translator .lt-output:empty { display: none; }
+    .live-translator svg { font-size: 14px; fill: currentColor; max-width: 100%; height: auto; }
+    .live-translator .lt-title { font-size: 16px; }
     .live-translator .lt-ylabel { text-anchor: end; dominant-baseline: middle; }
     .live-translator .lt-xlabel { text-anchor: middle; dominant-baseline: hanging; }
     .live-translator .lt-tick { dominant-baseline: middle; font-size: 11px; }`;
