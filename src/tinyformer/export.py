@@ -7,7 +7,7 @@ r"""把第 8 章训练好的翻译器导出成 ONNX，让网页在读者的浏�
 - ``encoder.onnx``：源句编号 src (B, S) → memory (B, S, C)。每句只算一次。
 - ``decoder.onnx``：(已生成的前缀 tgt (B, T), memory (B, S, C), src (B, S)) →
   (下一个词元的 logits (B, V), 最后一个解码器层的交叉注意力 (B, T, S)，各头平均)。
-  贪心解码每一步调用一次，把 *整段前缀* 送入，不带键/值缓存：本书的句子不超过 14 个词元，
+  贪心解码每一步调用一次，把 *整段前缀* 送入，不带键/值缓存：本书的句子很短（英文最多 12 个词），
   每步重算整段前缀的代价很小，而一张输入输出固定的图比把每层的 K、V 缓存都当作输入和输出
   （2 × 层数 × 2 个张量、长度逐步增长）简单得多，浏览器端的循环也只有几行。
   最后一步的输入正是 ``<bos>`` + 除 ``<eos>`` 外的全部译文，所以最后一步输出的交叉注意力
@@ -15,8 +15,8 @@ r"""把第 8 章训练好的翻译器导出成 ONNX，让网页在读者的浏�
 - ``translator.json``：两张词表、特殊词元的编号、解码长度上限，以及把英文词元拼回句子的规则
   （:func:`~tinyformer.translation.detokenize_en` 用的大写词表和标点）。
 
-导出需要 ``onnx`` 和 ``onnxscript``，在 Python 里核对需要 ``onnxruntime``（都在
-``requirements.txt`` 里）；本模块只在函数内部导入它们，``import tinyformer`` 不需要它们。
+导出需要 ``onnx``（``torch.onnx.export`` 在内部导入它），在 Python 里核对需要 ``onnxruntime``（都在
+``requirements.txt`` 里）；本模块不导入它们，``import tinyformer.export`` 不需要它们。
 """
 
 from __future__ import annotations
