@@ -499,3 +499,108 @@ def test_page_reads_well(read, site, name, view):
     page.screenshot(path=path)
     assert path.stat().st_size > 10_000
     assert v.external == [] and v.failed == [] and v.errors == []
+
+
+# ---------------------------------------------------------------------------------------
+# 第 8 章：在浏览器里翻译（onnxruntime-web）。译文与命令行 python -m tinyformer.translate
+# --model <随包发布的检查点> 相同（期望值用同一个检查点的 Python API 算）；不认识的词报同样的错；
+# 画出热力图。另见 tests/test_live_translator.py（分词、大小、只在本章加载）。
+# ---------------------------------------------------------------------------------------
+
+CH08 = "chapters/ch08_translation"
+LIVE = ".live-translator"
+
+
+@pytest.fixture(scope="module")
+def shipped_translator():
+    from tinyformer.pretrained import load_translator
+
+    return load_translator(600)
+
+
+def live_translate(page, sentence):
+    """在页面的翻译器里输入一句、回车，等它算完；返回 (输出行, 译文或 None, 热力图的格子数)。"""
+    box = page.locator(f"{LIVE} input")
+    box.fill(sentence)
+    box.press("Enter")
+    page.wait_for_function(
+        """([selector, sentence]) => {
+            const root = document.querySelector(selector);
+            return root.dataset.sentence === sentence && root.dataset.state !== "busy";
+        }""",
+        arg=[LIVE, sentence],
+    )
+    root = page.locator(LIVE)
+    translation = (
+        root.get_attribute("data-translation")
+        if root.get_attribute("data-state") == "done"
+        else None
+    )
+    return (
+        page.inner_text(f"{LIVE} .lt-output"),
+        translation,
+        page.locator(f"{LIVE} svg rect[fill^='rgb']").count(),
+    )
+
+
+def wait_for_live_model(page):
+    page.wait_for_function(
+        f"() => !document.querySelector('{LIVE} input').disabled "
+        f"|| document.querySelector('{LIVE} .lt-status').textContent.includes('没能加载')",
+        timeout=60_000,
+    )
+    assert "没能加载" not in page.inner_text(f"{LIVE} .lt-status")
+
+
+def test_live_translator_translates_like_the_cli(visit, shipped_translator):
+    from tinyformer.translation import generate_corpus
+
+    v = visit(f"{CH08}.html")
+    page = v.page
+    wait_for_live_model(page)
+    test = generate_corpus(seed=0).test
+    sentences = [p.zh for p in test[:: len(test) // 12][:12]]  # 均匀取 12 个测试句
+    for sentence in sentences:
+        expected = shipped_translator.translate(sentence)
+        src_tokens, tgt_tokens, _ = shipped_translator.cross_attention(sentence)
+        line, translation, cells = live_translate(page, sentence)
+        assert translation == expected, sentence
+        assert line == f"{sentence}  →  {expected}"
+        assert cells == len(src_tokens) * len(tgt_tokens)  # 热力图：T × S 个格子
+
+    # 不认识的词：与命令行同样的消息（命令行在前面加“错误：”，控件与网页加“无法翻译：”），不画图
+    sentence = "我明天在广州看小说。"
+    with pytest.raises(ValueError) as info:
+        shipped_translator.translate(sentence)
+    line, translation, cells = live_translate(page, sentence)
+    assert (line, translation, cells) == (f"无法翻译：{info.value}", None, 0)
+
+    page.locator(f"{LIVE} input").fill("她明天在家写作业吗？")
+    page.locator(f"{LIVE} button").click()
+    page.wait_for_function(
+        f"() => document.querySelector('{LIVE}').dataset.sentence === '她明天在家写作业吗？'"
+        f" && document.querySelector('{LIVE}').dataset.state === 'done'"
+    )
+    page.locator(LIVE).scroll_into_view_if_needed()
+    page.evaluate("() => document.fonts.ready")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / "ch08_live_translator.png"
+    page.locator(LIVE).screenshot(path=path)
+    assert path.stat().st_size > 10_000
+    page.wait_for_load_state("networkidle")
+    assert v.external == [] and v.failed == [] and v.errors == []
+
+
+def test_live_translator_from_file_url_says_it_needs_http(browser, site):
+    """file:// 下浏览器不许 fetch 模型、不许 import() 运行时的 .mjs：页面说明要用 http（第 8 章 8.12 节写明）。"""
+    page = browser.new_page()
+    try:
+        page.goto((site / f"{CH08}.html").as_uri(), wait_until="load")
+        page.wait_for_function(
+            f"() => document.querySelector('{LIVE} .lt-status').textContent.includes('没能加载')",
+            timeout=60_000,
+        )
+        assert "http" in page.inner_text(f"{LIVE} .lt-status")
+        assert page.locator(f"{LIVE} input").is_disabled()
+    finally:
+        page.close()

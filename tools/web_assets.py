@@ -15,6 +15,7 @@ embed-amd.js 为了兼容 ipywidgets 7 另外打包了一份 7.x 的 base 与 co
 """
 
 import base64
+import gzip
 import hashlib
 import shutil
 import subprocess
@@ -53,12 +54,49 @@ PACKAGES = {
 }
 
 
+# ---------------------------------------------------------------------------------------
+# 第 8 章的网页翻译器：onnxruntime-web，只取 WebAssembly 后端（不要 WebGL/WebGPU/WebNN/JSEP）。
+# ort.wasm.min.js 是普通脚本（定义全局 ort），运行时再 import() 同目录的 Emscripten 胶水
+# ort-wasm-simd-threaded.mjs，它实例化 ort-wasm-simd-threaded.wasm。1.19 起这是唯一的 CPU 版本
+# （单线程另有的版本已取消）；页面设 numThreads = 1，不需要跨源隔离。这个 .wasm 有 14 MB，
+# gzip 后约 3.7 MB：这里存成 .wasm.gz，浏览器用 DecompressionStream 解开后交给
+# ort.env.wasm.wasmBinary（_static_ch08/live_translator/live_translator.js），模型加运行时不超过 8 MB，
+# 也不依赖服务器替我们压缩。这些文件只有第 8 章的页面引用（tests/test_live_translator.py 检查）。
+# 与 PACKAGES 分开列：PACKAGES 是 myst-nb 的控件脚本（tests/test_site_offline.py 核对它们的版本）。
+ONNXRUNTIME_WEB = "onnxruntime-web"
+ONNXRUNTIME_WASM = "ort-wasm-simd-threaded.wasm"
+TRANSLATOR_PACKAGES = {
+    ONNXRUNTIME_WEB: (
+        "1.30.0",
+        "sha512-q0y+JrrtukXSzsBWEMccVfqX25LRmosXHF+CaRJmg8pZClzcV7svNc4rKY3jL02Vb7QmRMDs1SigqR4CXAfKYQ==",
+        "onnxruntime-web",
+        [
+            # 包里没有单独的 LICENSE 文件；ort.wasm.min.js 的文件头写明 MIT 许可
+            "package/dist/ort.wasm.min.js",
+            "package/dist/ort-wasm-simd-threaded.mjs",
+            f"package/dist/{ONNXRUNTIME_WASM}",
+        ],
+    )
+}
+
+
+def compress_onnxruntime_wasm() -> None:
+    """把解出的 .wasm 换成 .wasm.gz（gzip 头里不写时间和文件名，所以每次逐字节相同）。"""
+    folder = VENDOR / TRANSLATOR_PACKAGES[ONNXRUNTIME_WEB][2]
+    wasm = folder / ONNXRUNTIME_WASM
+    if not wasm.exists():
+        return  # 已经压缩过（fetch 校验值没变时不会重新解出）
+    data = wasm.read_bytes()
+    (folder / f"{ONNXRUNTIME_WASM}.gz").write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    wasm.unlink()
+
+
 def sha512_integrity(data: bytes) -> str:
     return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
 
 
-def fetch(name: str) -> None:
-    version, integrity, folder, patterns = PACKAGES[name]
+def fetch(name: str, packages: dict = PACKAGES) -> None:
+    version, integrity, folder, patterns = packages[name]
     target = VENDOR / folder
     stamp = target / ".integrity"  # 以点开头：Sphinx 不会把它复制进网站
     if stamp.exists() and stamp.read_text() == integrity:
@@ -95,6 +133,8 @@ def fetch(name: str) -> None:
 def main() -> None:
     for name in PACKAGES:
         fetch(name)
+    fetch(ONNXRUNTIME_WEB, TRANSLATOR_PACKAGES)
+    compress_onnxruntime_wasm()
 
 
 if __name__ == "__main__":

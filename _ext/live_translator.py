@@ -1,0 +1,46 @@
+"""第 8 章网页上的翻译器（Sphinx 扩展，_config.yml 里以 local_extensions 加载）。
+
+构建开始时（builder-inited）从随包发布的检查点 ``tinyformer.pretrained.checkpoint_path(600)``
+导出 ONNX（``tinyformer.export.export_translator``）到 ``_build/live_translator/translator_model/``，
+再把它和仓库里的浏览器端脚本 ``_static_ch08/`` 加进 ``html_static_path``：网站里是
+``_static/translator_model/``（encoder.onnx、decoder.onnx、translator.json）和
+``_static/live_translator/live_translator.js``。onnxruntime-web 由 tools/web_assets.py 取到
+``_vendor/onnxruntime-web/``（已在 html_static_path 里）。
+
+为什么构建时导出、而不是把 .onnx 提交进仓库：权重已经随包发布一份（.pt），再提交一份导出的
+二进制文件，两者就可能不一致；构建时导出保证网站上的模型就是包里的那个。导出是确定的（同一个
+检查点、同一版本的 torch 逐字节相同），约 2 秒；检查点、导出代码和 torch 版本都没变时跳过。
+
+只有第 8 章的页面用 ``{raw} html`` 引用这些文件，别的页面不加载它们（不像根目录 _static/ 里的脚本）。
+"""
+
+import hashlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "_static_ch08"  # live_translator/live_translator.js → _static/live_translator/
+STEP = 600  # 第 8 章的分析用的检查点
+
+
+def export_model(app) -> None:
+    import torch
+
+    import tinyformer.export
+    from tinyformer.pretrained import checkpoint_path, load_translator
+
+    out = Path(app.outdir).parent / "live_translator"  # _build/live_translator
+    model_dir = out / "translator_model"
+    digest = hashlib.sha256()
+    digest.update(checkpoint_path(STEP).read_bytes())
+    digest.update(Path(tinyformer.export.__file__).read_bytes())
+    digest.update(torch.__version__.encode())
+    stamp = out / ".stamp"  # 以点开头：Sphinx 不会把它复制进网站
+    if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
+        tinyformer.export.export_translator(load_translator(STEP), model_dir)
+        stamp.write_text(digest.hexdigest())
+    app.config.html_static_path.extend([str(out), str(SCRIPTS)])
+
+
+def setup(app):
+    app.connect("builder-inited", export_model)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

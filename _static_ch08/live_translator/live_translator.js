@@ -1,0 +1,319 @@
+/*
+ * 第 8 章：在读者的浏览器里翻译（onnxruntime-web，WebAssembly）。
+ *
+ * 页面上的 <div class="live-translator" data-runtime="…" data-model="…"> 里放一个文本框；
+ * 本脚本读入 tinyformer.export.export_translator 导出的 encoder.onnx、decoder.onnx 和 translator.json，
+ * 与 Python 包做同样的事：
+ *   1. 分词：jieba 不能在浏览器里运行。语料里的句子只由源词表里的词组成，用词表做正向最大匹配
+ *      （每次从当前位置取词表里最长的词）；tests/test_live_translator.py 用 node 运行本文件的 segment，
+ *      核对它在全部语料（训练 + 验证 + 测试）上与 jieba（tinyformer.tokenize_zh）逐句相同。
+ *      词表里没有的字连成一段，当作一个不认识的词，报错的措辞与命令行 python -m tinyformer.translate 相同。
+ *   2. 贪心解码：编码一次，然后每步把整段前缀送进 decoder.onnx，取最后一个位置 logits 的最大者，
+ *      直到 <eos> 或 max_len 个词元（与 tinyformer.greedy_decode 相同）。
+ *   3. 画交叉注意力：最后一步输出的 (1, T, S) 就是整句的注意力图；样子与 Jupyter 里的控件
+ *      （tinyformer.widgets.show_translation，matplotlib）相同：viridis 色图、0–1 的色条、同样的标题和轴标签。
+ * 在 node 里（测试）只导出几个纯函数，不碰 DOM 和 onnxruntime。
+ */
+(function () {
+  "use strict";
+
+  // ---- 分词（与 tinyformer.text.tokenize_zh 在语料上相同）----
+
+  /** 正向最大匹配：句子 → 词的列表；不在词表里的连续字符合成一个词，空白被跳过（jieba 也丢掉空白）。 */
+  function segment(sentence, words) {
+    const longest = Math.max(...[...words].map((w) => [...w].length));
+    const chars = [...sentence];
+    const tokens = [];
+    let unknown = "";
+    const flush = () => {
+      if (unknown) tokens.push(unknown);
+      unknown = "";
+    };
+    let i = 0;
+    while (i < chars.length) {
+      if (/\s/.test(chars[i])) {
+        flush();
+        i += 1;
+        continue;
+      }
+      let n = Math.min(longest, chars.length - i);
+      while (n > 0 && !words.has(chars.slice(i, i + n).join(""))) n -= 1;
+      if (n === 0) {
+        unknown += chars[i];
+        i += 1;
+      } else {
+        flush();
+        tokens.push(chars.slice(i, i + n).join(""));
+        i += n;
+      }
+    }
+    flush();
+    return tokens;
+  }
+
+  /** Python 的 repr(str)：默认单引号；含单引号而不含双引号时用双引号。 */
+  function pyRepr(text) {
+    const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+    const body = text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\t/g, "\\t");
+    return quote + (quote === "'" ? body.replace(/'/g, "\\'") : body) + quote;
+  }
+
+  /** 与 Translator.tokenize 的 ValueError 相同的消息；句子能翻译时返回 null。 */
+  function unknownMessage(sentence, tokens, words) {
+    if (tokens.length === 0) {
+      return `sentence must contain at least one word, got ${pyRepr(sentence)}`;
+    }
+    const unknown = tokens.filter((t) => !words.has(t));
+    if (unknown.length === 0) return null;
+    return (
+      `sentence ${pyRepr(sentence)} has words not in the source vocabulary: ` +
+      `[${unknown.map(pyRepr).join(", ")}]; the model can only translate words it was trained on`
+    );
+  }
+
+  /** tinyformer.translation.detokenize_en：标点贴住前一个词，句首、I 和专名大写。 */
+  function detokenize(tokens, settings) {
+    const words = [];
+    let startOfSentence = true;
+    for (const tok of tokens) {
+      if (settings.attach_left.includes(tok) && words.length) {
+        words[words.length - 1] += tok;
+      } else {
+        let word = settings.capitalized[tok] ?? tok;
+        if (startOfSentence) word = word.slice(0, 1).toUpperCase() + word.slice(1);
+        words.push(word);
+      }
+      startOfSentence = settings.sentence_end.includes(tok);
+    }
+    return words.join(" ");
+  }
+
+  // matplotlib 的 viridis 在 0, 1/16, …, 1 处的颜色，中间线性插值：与 viridis 相差不到 6/255
+  // （tests/test_live_translator.py 与 matplotlib 核对）
+  const VIRIDIS = [
+    [68, 1, 84], [72, 24, 106], [71, 45, 123], [66, 64, 134], [59, 82, 139], [51, 99, 141],
+    [44, 114, 142], [38, 130, 142], [33, 145, 140], [31, 160, 136], [40, 174, 128], [63, 188, 115],
+    [94, 201, 98], [132, 212, 75], [173, 220, 48], [216, 226, 25], [253, 231, 37],
+  ];
+
+  function viridis(value) {
+    const x = Math.min(Math.max(value, 0), 1) * (VIRIDIS.length - 1);
+    const i = Math.min(Math.floor(x), VIRIDIS.length - 2);
+    const f = x - i;
+    const [r, g, b] = VIRIDIS[i].map((c, k) => Math.round(c + f * (VIRIDIS[i + 1][k] - c)));
+    return `rgb(${r},${g},${b})`;
+  }
+
+  if (typeof document === "undefined") {
+    module.exports = { segment, pyRepr, unknownMessage, detokenize, viridis };
+    return;
+  }
+
+  // ---- 模型：onnxruntime-web ----
+
+  /** 取一个 .gz 文件并解压（DecompressionStream）；服务器已经替浏览器解压过时原样返回。 */
+  async function fetchGunzipped(url) {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes;
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+
+  async function loadModel(runtimeBase, modelBase) {
+    const ort = window.ort;
+    ort.env.wasm.numThreads = 1; // 多线程需要跨源隔离（COOP/COEP 响应头），静态网站一般没有
+    ort.env.wasm.wasmPaths = { mjs: runtimeBase + "ort-wasm-simd-threaded.mjs" };
+    ort.env.wasm.wasmBinary = await fetchGunzipped(runtimeBase + "ort-wasm-simd-threaded.wasm.gz");
+    const options = { executionProviders: ["wasm"] };
+    const settings = await (await fetch(modelBase + "translator.json")).json();
+    const encoder = await ort.InferenceSession.create(modelBase + "encoder.onnx", options);
+    const decoder = await ort.InferenceSession.create(modelBase + "decoder.onnx", options);
+    const words = new Set(settings.src_itos.filter((w) => !/^<.*>$/.test(w)));
+    const stoi = new Map(settings.src_itos.map((w, i) => [w, i]));
+    return { ort, settings, encoder, decoder, words, stoi };
+  }
+
+  const ids = (ort, values) =>
+    new ort.Tensor("int64", BigInt64Array.from(values, BigInt), [1, values.length]);
+
+  /** 贪心解码一句：返回 {srcTokens, tgtTokens（含 <eos>）, translation, attention[T][S]}。 */
+  async function translate(model, srcTokens) {
+    const { ort, settings, encoder, decoder, stoi } = model;
+    const src = ids(ort, srcTokens.map((t) => stoi.get(t))); // (1, S)
+    const { memory } = await encoder.run({ src }); // (1, S, C)
+    const ys = [settings.bos_id];
+    let attention = null;
+    for (let step = 0; step < settings.max_len; step += 1) {
+      const out = await decoder.run({ tgt: ids(ort, ys), memory, src });
+      const logits = out.logits.data; // (1, V)
+      let best = 0;
+      for (let v = 1; v < logits.length; v += 1) if (logits[v] > logits[best]) best = v;
+      attention = out.cross_attention; // (1, T, S)：最后一步的就是整句的注意力图
+      ys.push(best);
+      if (best === settings.eos_id) break;
+    }
+    const [, T, S] = attention.dims;
+    const rows = Array.from({ length: T }, (_, t) =>
+      Array.from(attention.data.slice(t * S, (t + 1) * S)),
+    );
+    const produced = ys.slice(1).map((i) => settings.tgt_itos[i]);
+    const kept = [];
+    for (const tok of produced) {
+      if (tok === "<eos>") break;
+      if (tok !== "<pad>" && tok !== "<bos>") kept.push(tok);
+    }
+    return { srcTokens, tgtTokens: produced, translation: detokenize(kept, settings), attention: rows };
+  }
+
+  // ---- 热力图：与 tinyformer.plotting.plot_heatmap（matplotlib）同样的 viridis、色条与标签 ----
+
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function element(name, attributes, text) {
+    const node = document.createElementNS(SVG, name);
+    for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, value);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  /** 行是生成的英文词元（查询），列是中文词元（键），颜色是注意力权重（0–1）。 */
+  function drawMap(result, layer) {
+    const { srcTokens, tgtTokens, attention } = result;
+    const cellW = 56;
+    const cellH = 34;
+    const left = 124;
+    const top = 40;
+    const width = cellW * srcTokens.length;
+    const height = cellH * tgtTokens.length;
+    const svg = element("svg", {
+      class: "lt-map",
+      role: "img",
+      width: left + width + 90,
+      height: top + height + 62,
+      "aria-label": `交叉注意力热力图：${tgtTokens.length} 个英文词元 × ${srcTokens.length} 个中文词元`,
+    });
+    svg.append(
+      element(
+        "text",
+        { x: left + width / 2, y: 18, "text-anchor": "middle", class: "lt-title" },
+        `第 ${layer} 个解码器层的交叉注意力（各头平均）`,
+      ),
+    );
+    attention.forEach((row, t) =>
+      row.forEach((w, s) => {
+        const cell = element("rect", {
+          x: left + s * cellW,
+          y: top + t * cellH,
+          width: cellW,
+          height: cellH,
+          fill: viridis(w),
+        });
+        cell.append(element("title", {}, `${tgtTokens[t]} → ${srcTokens[s]}：${w.toFixed(2)}`));
+        svg.append(cell);
+      }),
+    );
+    tgtTokens.forEach((tok, t) =>
+      svg.append(
+        element("text", { x: left - 6, y: top + t * cellH + cellH / 2, class: "lt-ylabel" }, tok),
+      ),
+    );
+    srcTokens.forEach((tok, s) =>
+      svg.append(
+        element("text", { x: left + s * cellW + cellW / 2, y: top + height + 16, class: "lt-xlabel" }, tok),
+      ),
+    );
+    svg.append(
+      element("text", { x: left + width / 2, y: top + height + 44, "text-anchor": "middle" }, "中文词元（键）"),
+      element(
+        "text",
+        { x: 14, y: top + height / 2, "text-anchor": "middle", transform: `rotate(-90 14 ${top + height / 2})` },
+        "生成的英文词元（查询）",
+      ),
+    );
+    // 色条：0 在下、1 在上，刻度 0, 0.2, …, 1.0（matplotlib 的默认刻度）
+    const barX = left + width + 16;
+    const gradient = element("linearGradient", { id: "lt-viridis", x1: 0, y1: 1, x2: 0, y2: 0 });
+    VIRIDIS.forEach((_, i) =>
+      gradient.append(
+        element("stop", { offset: i / (VIRIDIS.length - 1), "stop-color": viridis(i / (VIRIDIS.length - 1)) }),
+      ),
+    );
+    const defs = element("defs", {});
+    defs.append(gradient);
+    svg.append(defs, element("rect", { x: barX, y: top, width: 14, height, fill: "url(#lt-viridis)" }));
+    for (let k = 0; k <= 5; k += 1) {
+      const y = top + height - (k / 5) * height;
+      svg.append(
+        element("line", { x1: barX + 14, x2: barX + 18, y1: y, y2: y, stroke: "currentColor" }),
+        element("text", { x: barX + 21, y, class: "lt-tick" }, (k / 5).toFixed(1)),
+      );
+    }
+    return svg;
+  }
+
+  // ---- 页面 ----
+
+  const STYLE = `
+    .live-translator { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.8em 1em; margin: 1em 0; }
+    .live-translator input { width: 16em; font-size: 1em; padding: 0.15em 0.4em; }
+    .live-translator .lt-status { color: #57606a; font-size: 0.85em; margin: 0.4em 0; }
+    .live-translator .lt-output { font-family: var(--pst-font-family-monospace, monospace); margin: 0.5em 0; white-space: pre-wrap; background: var(--pst-color-surface, #f5f5f5); padding: 0.6em 1em; border-radius: 4px; }
+    .live-translator .lt-output:empty { display: none; }
+    .live-translator svg { font-size: 14px; fill: currentColor; max-width: 100%; height: auto; }
+    .live-translator .lt-title { font-size: 16px; }
+    .live-translator .lt-ylabel { text-anchor: end; dominant-baseline: middle; }
+    .live-translator .lt-xlabel { text-anchor: middle; dominant-baseline: hanging; }
+    .live-translator .lt-tick { dominant-baseline: middle; font-size: 11px; }`;
+
+  async function setUp(root) {
+    if (!document.getElementById("lt-style")) {
+      document.head.append(Object.assign(document.createElement("style"), { id: "lt-style", textContent: STYLE }));
+    }
+    const input = root.querySelector("input");
+    const button = root.querySelector("button");
+    const status = root.querySelector(".lt-status");
+    const output = root.querySelector(".lt-output");
+    const figure = root.querySelector(".lt-figure");
+    const absolute = (path) => new URL(path, document.baseURI).href;
+    let model;
+    try {
+      model = await loadModel(absolute(root.dataset.runtime), absolute(root.dataset.model));
+    } catch (err) {
+      status.textContent = `模型没能加载：${err.message || err}（从 file:// 打开时浏览器不允许加载 WebAssembly 模型，请通过 http 访问本站）`;
+      return;
+    }
+    const run = async () => {
+      const sentence = input.value;
+      const tokens = segment(sentence, model.words);
+      const message = unknownMessage(sentence, tokens, model.words);
+      figure.replaceChildren();
+      root.dataset.sentence = sentence; // 浏览器测试等 data-state 不再是 busy、且句子是它输入的那句
+      if (message) {
+        output.textContent = `无法翻译：${message}`;
+        root.dataset.state = "error";
+        return;
+      }
+      root.dataset.state = "busy";
+      const started = performance.now();
+      const result = await translate(model, tokens);
+      const seconds = (performance.now() - started) / 1000;
+      output.textContent = `${sentence}  →  ${result.translation}`;
+      figure.append(drawMap(result, model.settings.num_decoder_layers));
+      status.textContent = `在本页的 WebAssembly 里算完，用时 ${seconds.toFixed(2)} 秒`;
+      root.dataset.translation = result.translation;
+      root.dataset.state = "done";
+    };
+    input.addEventListener("change", run); // 回车或离开文本框时翻译（同控件的 continuous_update=False）
+    button.addEventListener("click", run);
+    input.disabled = false;
+    button.disabled = false;
+    status.textContent = "模型已加载（在本页运行，不连网）";
+    await run();
+  }
+
+  const start = () => document.querySelectorAll(".live-translator").forEach(setUp);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,234 @@
+r"""把第 8 章训练好的翻译器导出成 ONNX，让网页在读者的浏览器里翻译（第 8 章"在浏览器里翻译"讲解）。
+
+浏览器里没有 Python，也没有 PyTorch。ONNX 是一种与框架无关的计算图格式：``torch.onnx.export``
+把模型的前向计算记成一张图，浏览器里的 ``onnxruntime-web``（WebAssembly）读它、算它。
+导出两张图和一份 JSON：
+
+- ``encoder.onnx``：源句编号 src (B, S) → memory (B, S, C)。每句只算一次。
+- ``decoder.onnx``：(已生成的前缀 tgt (B, T), memory (B, S, C), src (B, S)) →
+  (下一个词元的 logits (B, V), 最后一个解码器层的交叉注意力 (B, T, S)，各头平均)。
+  贪心解码每一步调用一次，把 *整段前缀* 送入，不带键/值缓存：本书的句子很短（英文最多 12 个词），
+  每步重算整段前缀的代价很小，而一张输入输出固定的图比把每层的 K、V 缓存都当作输入和输出
+  （2 × 层数 × 2 个张量、长度逐步增长）简单得多，浏览器端的循环也只有几行。
+  最后一步的输入正是 ``<bos>`` + 除 ``<eos>`` 外的全部译文，所以最后一步输出的交叉注意力
+  就是整句的注意力图，与 :meth:`~tinyformer.translator.Translator.cross_attention` 相同。
+- ``translator.json``：两张词表、特殊词元的编号、解码长度上限，以及把英文词元拼回句子的规则
+  （:func:`~tinyformer.translation.detokenize_en` 用的大写词表和标点）。
+
+导出需要 ``onnx``（``torch.onnx.export`` 在内部导入它），在 Python 里核对需要 ``onnxruntime``（都在
+``requirements.txt`` 里）；本模块不导入它们，``import tinyformer.export`` 不需要它们。
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from ._checks import check_instance, check_positive_int
+from .masks import padding_mask
+from .model import Transformer
+from .translation import _ATTACH_LEFT, _CAPITALIZED, _SENTENCE_END
+from .translator import Translator
+
+__all__ = ["EncoderGraph", "DecoderStepGraph", "export_translator", "greedy_decode_onnx"]
+
+FORMAT = "tinyformer-onnx-translator-1"
+FILES = ("encoder.onnx", "decoder.onnx", "translator.json")
+
+
+class EncoderGraph(nn.Module):
+    """导出用的编码器：源句编号 → memory，填充掩码在图里由 ``pad_id`` 算出。
+
+    参数:
+        model: 训练好的 :class:`~tinyformer.Transformer`。
+
+    形状:
+        - src: (B, S)，int64
+        - 输出 memory: (B, S, C)
+
+    例子::
+
+        >>> import torch
+        >>> from tinyformer.pretrained import load_translator
+        >>> EncoderGraph(load_translator().model)(torch.tensor([[4, 5, 6]])).shape
+        torch.Size([1, 3, 128])
+    """
+
+    def __init__(self, model: Transformer):
+        super().__init__()
+        check_instance("model", model, Transformer)
+        self.model = model
+
+    def forward(self, src: Tensor) -> Tensor:
+        return self.model.encode(src)  # (B, S) -> (B, S, C)
+
+
+class DecoderStepGraph(nn.Module):
+    """导出用的解码一步：整段前缀 → 下一个词元的 logits 与最后一层的交叉注意力（各头平均）。
+
+    与 :func:`~tinyformer.greedy_decode` 的 ``use_cache=False`` 相同：前缀用因果掩码，
+    memory 用源句的填充掩码。
+
+    参数:
+        model: 训练好的 :class:`~tinyformer.Transformer`。
+
+    形状:
+        - tgt: (B, T)，int64，第一列是 ``<bos>``
+        - memory: (B, S, C)；src: (B, S)，int64（只用来算填充掩码）
+        - 输出 logits: (B, V)，最后一个位置的；cross_attention: (B, T, S)，每行加起来是 1
+
+    例子::
+
+        >>> import torch
+        >>> from tinyformer.pretrained import load_translator
+        >>> model = load_translator().model
+        >>> src, tgt = torch.tensor([[4, 5, 6]]), torch.tensor([[2]])  # 源句 3 个词元；<bos>
+        >>> logits, attention = DecoderStepGraph(model)(tgt, model.encode(src), src)
+        >>> logits.shape == (1, model.config.tgt_vocab_size), attention.shape
+        (True, torch.Size([1, 1, 3]))
+    """
+
+    def __init__(self, model: Transformer):
+        super().__init__()
+        check_instance("model", model, Transformer)
+        self.model = model
+
+    def forward(self, tgt: Tensor, memory: Tensor, src: Tensor) -> tuple[Tensor, Tensor]:
+        last = self.model.decoder_layers[-1]
+        memory_mask = padding_mask(src, self.model.config.pad_id)  # (B, 1, 1, S)
+        # 因果掩码 mask[t, s] = (s <= t)。不调用 causal_mask(T)：导出时 T 是图里的一个张量，
+        # 而 causal_mask 要求 T 是 Python 整数（它检查参数）；这样写出来的图对任意 T 都成立。
+        positions = torch.arange(tgt.shape[1], device=tgt.device)  # (T,)
+        tgt_mask = positions[None, :] <= positions[:, None]  # (1, T) <= (T, 1) -> (T, T)
+        last.need_weights = True
+        try:
+            logits = self.model.decode(tgt, memory, memory_mask, tgt_mask)  # (B, T, V)
+            weights = last.cross_attn_weights  # (B, H, T, S)
+        finally:
+            last.need_weights = False
+        return logits[:, -1], weights.mean(dim=1)  # (B, V), (B, H, T, S) -> (B, T, S)
+
+
+def _export(
+    module: nn.Module, args: tuple, path: Path, inputs: dict, outputs: dict, opset_version: int
+) -> None:
+    """``torch.onnx.export`` 一个模块；``inputs``/``outputs`` 是 名字 → 可变长的维（B、S、T）。
+
+    用 TorchScript 追踪的导出器（``dynamo=False``）：它用示例输入把前向 *跑一遍*，记下执行到的
+    张量运算。本包的参数检查（如 ``check_indices`` 的 ``if outside.any():``）和注意力里
+    "有没有整行被遮住"的分支都依赖张量的值：追踪器把它们当作示例输入下的常量（并为每处发出
+    ``TracerWarning``），这对任何合法的句子都成立——编号都在词表内，每个查询至少能看到一个词元。
+    PyTorch 2.9 起默认的 ``torch.export`` 导出器（``dynamo=True``）要求图不依赖张量的值，
+    遇到这些检查直接报错，所以这里明确选用追踪导出器，并关掉这两类已知的警告。
+    """
+    axes = {**inputs, **outputs}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)  # "legacy TorchScript-based export"
+        torch.onnx.export(
+            module,
+            args,
+            str(path),
+            input_names=list(inputs),
+            output_names=list(outputs),
+            dynamic_axes={name: dict(enumerate(dims)) for name, dims in axes.items()},
+            opset_version=opset_version,
+            dynamo=False,
+        )
+
+
+@torch.no_grad()
+def export_translator(
+    translator: Translator, directory: str | Path, opset_version: int = 17
+) -> dict[str, Path]:
+    """把翻译器导出成 ``encoder.onnx``、``decoder.onnx`` 和 ``translator.json``，返回三者的路径。
+
+    参数:
+        translator: :class:`~tinyformer.translator.Translator`，例如
+            ``tinyformer.pretrained.load_translator(600)``。
+        directory: 输出目录（不存在时创建）。
+        opset_version: ONNX 算子集版本（默认 17，onnxruntime-web 与 onnxruntime 都支持）。
+
+    返回:
+        ``{"encoder.onnx": 路径, "decoder.onnx": 路径, "translator.json": 路径}``。
+    """
+    check_instance("translator", translator, Translator)
+    check_positive_int("opset_version", opset_version)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    model = translator.model.eval()
+    src_vocab, tgt_vocab = translator.src_vocab, translator.tgt_vocab
+
+    # 示例输入只决定图的结构；B、S、T 标成可变长，浏览器里可以送任意长度的句子
+    src = torch.tensor([src_vocab.encode(["我", "明天", "去", "北京", "。"])])  # (1, S)
+    tgt = torch.tensor([[tgt_vocab.bos_id, tgt_vocab.stoi["i"]]])  # (1, T)
+    memory = model.encode(src)  # (1, S, C)
+    paths = {name: directory / name for name in FILES}
+    _export(
+        EncoderGraph(model),
+        (src,),
+        paths["encoder.onnx"],
+        {"src": ("B", "S")},
+        {"memory": ("B", "S")},
+        opset_version,
+    )
+    _export(
+        DecoderStepGraph(model),
+        (tgt, memory, src),
+        paths["decoder.onnx"],
+        {"tgt": ("B", "T"), "memory": ("B", "S"), "src": ("B", "S")},
+        {"logits": ("B",), "cross_attention": ("B", "T", "S")},
+        opset_version,
+    )
+    settings = {
+        "format": FORMAT,
+        "src_itos": list(src_vocab.itos),
+        "tgt_itos": list(tgt_vocab.itos),
+        "pad_id": model.config.pad_id,
+        "bos_id": tgt_vocab.bos_id,
+        "eos_id": tgt_vocab.eos_id,
+        "max_len": 32,  # 与 Translator.translate 的默认值相同
+        "num_decoder_layers": len(model.decoder_layers),
+        "capitalized": dict(sorted(_CAPITALIZED.items())),
+        "attach_left": sorted(_ATTACH_LEFT),
+        "sentence_end": sorted(_SENTENCE_END),
+    }
+    text = json.dumps(settings, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    paths["translator.json"].write_text(text, encoding="utf-8")
+    return paths
+
+
+def greedy_decode_onnx(
+    encoder, decoder, src: np.ndarray, bos_id: int, eos_id: int, pad_id: int, max_len: int = 32
+) -> tuple[np.ndarray, np.ndarray]:
+    """用 onnxruntime 的两个会话做贪心解码，与 :func:`~tinyformer.greedy_decode` 逐步相同。
+
+    参数:
+        encoder, decoder: ``onnxruntime.InferenceSession``，读 :func:`export_translator` 的两张图。
+        src: 源句编号 (B, S)，int64，用 ``pad_id`` 填充。
+        bos_id, eos_id, pad_id: 特殊词元的编号。
+        max_len: 最多生成多少个词元（不含 ``<bos>``，默认 32）。
+
+    返回:
+        ``(ids, cross_attention)``：(B, 1 + L) 的编号（``<eos>`` 之后填 ``pad_id``），以及最后一步
+        输出的交叉注意力 (B, L, S)。
+    """
+    check_positive_int("max_len", max_len)
+    src = np.asarray(src, dtype=np.int64)
+    (memory,) = encoder.run(None, {"src": src})  # (B, S) -> (B, S, C)
+    B = src.shape[0]
+    ys = np.full((B, 1), bos_id, dtype=np.int64)  # (B, 1)
+    finished = np.zeros(B, dtype=bool)  # (B,)
+    for _ in range(max_len):
+        logits, attention = decoder.run(None, {"tgt": ys, "memory": memory, "src": src})
+        next_id = np.where(finished, pad_id, logits.argmax(axis=-1))  # (B, V) -> (B,)
+        ys = np.concatenate([ys, next_id[:, None]], axis=1)  # (B, t) -> (B, t + 1)
+        finished |= next_id == eos_id
+        if finished.all():
+            break
+    return ys, attention
