@@ -58,13 +58,6 @@ def test_embedding_scale_data_measures_what_the_chapter_says():
         assert row["ratio"] == pytest.approx(math.sqrt(2), rel=0.05)
 
 
-def test_embedding_scale_explorer_embeds_its_data():
-    chart = explorers.embedding_scale_explorer()
-    rows = explorers.chart_rows(chart)
-    assert rows == explorers.embedding_scale_data()
-    assert_controls_cover_data(chart, rows, {})
-
-
 def test_positional_curves_are_the_package_encoding():
     rows = explorers.positional_curves_data(d_model=8, bases=(100.0, 10000.0), max_len=6)
     assert len(rows) == 2 * 4 * 6
@@ -73,13 +66,6 @@ def test_positional_curves_are_the_package_encoding():
         for row in (r for r in rows if r["base"] == base):
             assert row["sin"] == pytest.approx(pe[row["pos"], 2 * row["i"]].item(), abs=1e-4)
             assert row["cos"] == pytest.approx(pe[row["pos"], 2 * row["i"] + 1].item(), abs=1e-4)
-
-
-def test_positional_curves_explorer_embeds_its_data():
-    chart = explorers.positional_curves_explorer()
-    rows = explorers.chart_rows(chart)
-    assert rows == explorers.positional_curves_data()
-    assert_controls_cover_data(chart, rows, {})
 
 
 def test_relative_position_dot_product_depends_only_on_k_when_paired():
@@ -91,13 +77,6 @@ def test_relative_position_dot_product_depends_only_on_k_when_paired():
         assert row["dot"] == pytest.approx(sum(math.cos(row["k"] * w) for w in omega), abs=1e-3)
     by_p = {p: [r["dot"] for r in sin_only if r["p"] == p] for p in (0, 7)}
     assert by_p[0] != by_p[7]  # 只用 sin：点积随起点变
-
-
-def test_relative_position_explorer_embeds_its_data():
-    chart = explorers.relative_position_explorer()
-    rows = explorers.chart_rows(chart)
-    assert rows == explorers.relative_position_data()
-    assert_controls_cover_data(chart, rows, {})
 
 
 def test_attention_weights_respect_masks_and_sum_to_one():
@@ -125,13 +104,6 @@ def test_attention_weights_respect_masks_and_sum_to_one():
     assert peak(scaled=False) > peak(scaled=True)  # 不除以 √d_k：softmax 更接近 one-hot
 
 
-def test_attention_explorer_embeds_its_data():
-    chart = explorers.attention_explorer()
-    rows = explorers.chart_rows(chart)
-    assert rows == explorers.attention_data()
-    assert_controls_cover_data(chart, rows, {})
-
-
 def test_encoder_decoder_masks():
     rows = explorers.encoder_decoder_data()
     for r in rows:
@@ -141,8 +113,16 @@ def test_encoder_decoder_masks():
             assert r["allowed"] == (r["key"] <= r["query"])
         elif r["pad_mask"]:  # 编码器自注意力与交叉注意力：只遮住源句的填充
             assert r["allowed"] == (not r["k_token"].endswith("<pad>"))
-    chart = explorers.encoder_decoder_explorer()
-    assert explorers.chart_rows(chart) == rows
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["embedding_scale", "positional_curves", "relative_position", "attention", "encoder_decoder"],
+)
+def test_explorer_embeds_its_data_and_every_control_value_has_data(name):
+    chart = getattr(explorers, f"{name}_explorer")()
+    rows = explorers.chart_rows(chart)
+    assert rows == getattr(explorers, f"{name}_data")()
     assert_controls_cover_data(chart, rows, {})
 
 
@@ -172,8 +152,8 @@ def test_layer_norm_gradient_data_has_one_row_per_layer():
         (lambda: explorers.embedding_scale_data(vocab_size=0), "vocab_size"),
         (lambda: explorers.layer_norm_gradient_data(d_model=-1), "d_model"),
         (lambda: explorers.encoder_decoder_data(d_model=0), "d_model"),
-        (lambda: explorers.translation_data(num_sentences=0), "num_sentences"),
-        (lambda: explorers.translation_data(beam_size=0), "beam_size"),
+        (lambda: explorers.checkpoint_data(num_sentences=0), "num_sentences"),
+        (lambda: explorers.checkpoint_data(beam_size=0), "beam_size"),
     ],
 )
 def test_bad_arguments_are_named(call, match):
@@ -216,11 +196,11 @@ def test_site_ships_the_vega_versions_altair_targets():
     assert versions["vega-lite"] == alt.VEGALITE_VERSION
     assert versions["vega"].split(".")[0] == alt.VEGA_VERSION
     assert versions["vega-embed"].split(".")[0] == alt.VEGAEMBED_VERSION
-    assert explorers.VEGALITE_MIME_TYPE.endswith(f"v{alt.VEGALITE_VERSION.split('.')[0]}.json")
+    assert explorers.VEGALITE_MIME_TYPE == "application/vnd.vegalite.v6+json"  # _ext/vega_charts.py
 
 
-def test_translation_data_on_the_shipped_weights():
-    data = explorers.translation_data(num_sentences=1, beam_size=2)
+def test_checkpoint_data_on_the_shipped_weights():
+    data = explorers.checkpoint_data(num_sentences=1, beam_size=2)
     (sentence,) = data["sentences"]
     labels = {row["key"]: row["label"] for row in data["tokens"]}
     for step in (100, 150, 600):
@@ -233,3 +213,46 @@ def test_translation_data_on_the_shipped_weights():
         assert len(cells) == len(rows) * len({c["c"] for c in cells})
     final = [t for t in data["translations"] if t["step"] == 600]
     assert [t["correct"] for t in final] == [t["text"] == sentence["en"] for t in final]
+
+
+def has_bound_params(spec: dict) -> bool:
+    """规格（或它的子图）里有绑定到控件的参数。"""
+    if any("bind" in p for p in spec.get("params", [])):
+        return True
+    return any(has_bound_params(sub) for key in ("layer", "vconcat") for sub in spec.get(key, []))
+
+
+CHAPTERS = sorted((ROOT / "chapters").glob("ch0[1-8]_*.ipynb"))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_has_an_explorer_that_works_without_a_kernel(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    charts = [
+        output["data"][explorers.VEGALITE_MIME_TYPE]
+        for cell in cells
+        if cell["cell_type"] == "code"
+        for output in cell.get("outputs", [])
+        if explorers.VEGALITE_MIME_TYPE in output.get("data", {})
+    ]
+    assert charts, f"{path.name} 没有保存 Vega-Lite 图的输出"
+    for spec in charts:
+        assert has_bound_params(spec), "图没有绑定到控件的参数"
+        for rows in spec["datasets"].values():
+            size = len(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode())
+            assert size <= explorers.DATA_BUDGET
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_widgets_that_need_a_kernel_say_so_on_the_page(path):
+    """ipywidgets 的交互控件（interact、翻译控件）上方有说明：需要内核，附本章的 Colab 与 Binder 链接。"""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    for index, cell in enumerate(cells):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and (
+            "interact(" in source or "translation_explorer(translator" in source
+        ):
+            note = "".join(cells[index - 1]["source"])
+            assert note.startswith(":::{note}") and "内核" in note, source[:60]
+            assert "colab.research.google.com/github/" in note and f"chapters/{path.name}" in note
+            assert "mybinder.org/v2/gh/" in note

@@ -12,7 +12,7 @@ JSON（nbval 核对保存的输出）。每张图内嵌的 JSON 不超过 :data:
 导入本模块时注册并启用 Altair 渲染器 ``"tinyformer"``（只在当前是 Altair 的默认渲染器时启用）。
 它输出同一张图的三种表示：
 
-- ``application/vnd.vegalite.v6.json``：Vega-Lite 规格。本书网页由 ``_ext/vega_charts.py`` 渲染它，
+- ``application/vnd.vegalite.v6+json``：Vega-Lite 规格。本书网页由 ``_ext/vega_charts.py`` 渲染它，
   用随书发布的 vega、vega-lite、vega-embed（``tools/web_assets.py``），不连外网。
 - ``text/html``：Altair 自带的 HTML 表示（在 JupyterLab、Colab、经典 Notebook 里显示；这些环境
   本来就联网，脚本从 jsDelivr 加载）。图的 id 取规格的散列而不是随机数，所以重复执行逐字节相同。
@@ -53,12 +53,14 @@ __all__ = [
     "positional_curves_explorer",
     "relative_position_data",
     "relative_position_explorer",
-    "translation_data",
-    "translation_explorer",
+    "checkpoint_data",
+    "checkpoint_explorer",
 ]
 
 DATA_BUDGET = 150_000  # 每张图内嵌数据（紧凑 JSON）的字节数上限
-VEGALITE_MIME_TYPE = "application/vnd.vegalite.v6.json"
+# Altair 6 自己用 application/vnd.vegalite.v6.json；nbformat 只允许以 +json 结尾的 MIME 类型存 JSON 对象
+# （否则笔记本验证失败），所以这里沿用 v5 及以前的写法。
+VEGALITE_MIME_TYPE = f"application/vnd.vegalite.v{alt.VEGALITE_VERSION.split('.')[0]}+json"
 # 中文字形：网页与 Notebook 里都用读者系统上的中文字体
 FONT = '"Noto Sans SC", "Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", sans-serif'
 
@@ -90,6 +92,26 @@ def _finish(chart: alt.TopLevelMixin, title: str) -> alt.TopLevelMixin:
     size = sum(_json_size(rows) for rows in chart_datasets(chart))
     assert size <= DATA_BUDGET, f"{title}: {size} bytes of data > DATA_BUDGET={DATA_BUDGET}"
     return chart
+
+
+def _control(name: str, value, label: str, widget: str, options=(), labels=None) -> alt.Parameter:
+    """绑定到一个控件的图参数。``widget``：radio、select、range（滑块）或 checkbox。
+
+    ``options`` 是数据里出现的取值（升序）；滑块取它们的最小值、最大值和间隔。
+    """
+    options = list(options)
+    if widget == "range":
+        step = options[1] - options[0]
+        bind = alt.binding_range(min=options[0], max=options[-1], step=step, name=f"{label} ")
+    elif widget == "checkbox":
+        bind = alt.binding_checkbox(name=f"{label} ")
+    elif widget == "select" and labels is not None:
+        bind = alt.binding_select(options=options, labels=list(labels), name=f"{label} ")
+    elif widget == "select":
+        bind = alt.binding_select(options=options, name=f"{label} ")
+    else:
+        bind = alt.binding_radio(options=options, name=f"{label} ")
+    return alt.param(name=name, value=value, bind=bind)
 
 
 # ---------------------------------------------------------------- 第 1 章：长距离依赖
@@ -134,25 +156,19 @@ def dependency_data(lengths=(8, 16, 24, 32, 40, 48, 56, 64), scales=(0.5, 0.9, 1
 def dependency_explorer() -> alt.Chart:
     """第 1 章的探索器：拖动序列长度 T、换 RNN 循环权重的尺度，看梯度怎样随距离衰减。"""
     rows = dependency_data()
-    lengths = sorted({row["T"] for row in rows})
-    T = alt.param(
-        name="T",
-        value=32,
-        bind=alt.binding_range(min=lengths[0], max=lengths[-1], step=8, name="序列长度 T "),
-    )
-    scale = alt.param(
-        name="scale",
-        value=0.9,
-        bind=alt.binding_radio(
-            options=sorted({row["scale"] for row in rows}), name="RNN 权重尺度 "
-        ),
-    )
+    T = _control("T", 32, "序列长度 T", "range", sorted({r["T"] for r in rows}))
+    scale = _control("scale", 0.9, "RNN 权重尺度", "radio", sorted({r["scale"] for r in rows}))
     chart = (
         alt.Chart(alt.InlineData(values=rows))
         .mark_line(point=True)
         .encode(
             x=alt.X("t:Q", title="输入的位置 t（最后一个位置是 T）"),
-            y=alt.Y("grad:Q", scale=alt.Scale(type="log"), title="‖∂(r·y_T)/∂x_t‖（对数坐标）"),
+            y=alt.Y(
+                "grad:Q",
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(format="~e"),
+                title="‖∂(r·y_T)/∂x_t‖（对数坐标）",
+            ),
             color=alt.Color("model:N", title="模型"),
             tooltip=["model:N", "t:Q", "grad:Q"],
         )
@@ -201,17 +217,9 @@ def embedding_scale_data(
 def embedding_scale_explorer() -> alt.LayerChart:
     """第 2 章的探索器：换 d_model、初始化、是否乘 √d_model，比较词向量与位置编码的大小。"""
     rows = embedding_scale_data()
-    d_model = alt.param(
-        name="d_model",
-        value=64,
-        bind=alt.binding_select(options=sorted({r["d_model"] for r in rows}), name="d_model "),
-    )
-    init = alt.param(
-        name="init",
-        value=list(_INITS)[0],
-        bind=alt.binding_radio(options=list(_INITS), name="初始化 "),
-    )
-    scaled = alt.param(name="scaled", value=True, bind=alt.binding_checkbox(name="乘以 √d_model "))
+    d_model = _control("d_model", 64, "d_model", "select", sorted({r["d_model"] for r in rows}))
+    init = _control("init", list(_INITS)[0], "初始化", "radio", _INITS)
+    scaled = _control("scaled", True, "乘以 √d_model", "checkbox")
     base = (
         alt.Chart(alt.InlineData(values=rows))
         .add_params(d_model, init, scaled)
@@ -230,15 +238,14 @@ def embedding_scale_explorer() -> alt.LayerChart:
     )
     ratio = (
         base.transform_filter(alt.datum.what == "词向量")
-        .mark_text(align="left", x=8, y=-8, fontSize=13)
-        .encode(text=alt.Text("ratio:Q", format=".3f"))
-        .transform_calculate()
-    )
-    ratio = ratio.encode(text=alt.Text("label:N")).transform_calculate(
-        label='"词向量范数 / 位置编码范数 = " + format(datum.ratio, ".3f")'
+        .transform_calculate(label='"词向量范数 / 位置编码范数 = " + format(datum.ratio, ".3f")')
+        .mark_text(align="right", x=360, y=-6, fontSize=12)
+        .encode(text="label:N")
     )
     chart = alt.layer(bars, labels, ratio).properties(width=360, height=260)
-    return _finish(chart, "词向量与位置编码谁大：初始化与 ×√d_model 决定比例")
+    return _finish(chart, "词向量与位置编码谁大：初始化与 ×√d_model 决定比例").configure_title(
+        anchor="start", offset=16
+    )
 
 
 # ---------------------------------------------------------------- 第 3 章：位置编码曲线
@@ -272,16 +279,8 @@ def positional_curves_data(
 def positional_curves_explorer() -> alt.Chart:
     """第 3 章的探索器：拖动维度对 i、换底数 base，看 sin/cos 曲线的频率怎样变化。"""
     rows = positional_curves_data()
-    i = alt.param(
-        name="i",
-        value=2,
-        bind=alt.binding_range(min=0, max=max(r["i"] for r in rows), step=1, name="维度对 i "),
-    )
-    base = alt.param(
-        name="base",
-        value=10000,
-        bind=alt.binding_radio(options=sorted({r["base"] for r in rows}), name="底数 base "),
-    )
+    i = _control("i", 2, "维度对 i", "range", sorted({r["i"] for r in rows}))
+    base = _control("base", 10000, "底数 base", "radio", sorted({r["base"] for r in rows}))
     chart = (
         alt.Chart(alt.InlineData(values=rows))
         .add_params(i, base)
@@ -341,21 +340,10 @@ def relative_position_data(
 def relative_position_explorer() -> alt.Chart:
     """第 4 章的探索器：移动起点 p——成对编码的曲线纹丝不动，只用 sin 的曲线跟着变。"""
     rows = relative_position_data()
-    p = alt.param(
-        name="p",
-        value=0,
-        bind=alt.binding_range(min=0, max=max(r["p"] for r in rows), step=10, name="起点 p "),
-    )
-    encoding = alt.param(
-        name="encoding",
-        value="sin/cos 成对（论文）",
-        bind=alt.binding_radio(options=["sin/cos 成对（论文）", "只用 sin"], name="编码方式 "),
-    )
-    d_model = alt.param(
-        name="d_model",
-        value=128,
-        bind=alt.binding_select(options=sorted({r["d_model"] for r in rows}), name="d_model "),
-    )
+    p = _control("p", 0, "起点 p", "range", sorted({r["p"] for r in rows}))
+    encodings = ["sin/cos 成对（论文）", "只用 sin"]
+    encoding = _control("encoding", encodings[0], "编码方式", "radio", encodings)
+    d_model = _control("d_model", 128, "d_model", "select", sorted({r["d_model"] for r in rows}))
     chart = (
         alt.Chart(alt.InlineData(values=rows))
         .add_params(p, encoding, d_model)
@@ -371,6 +359,37 @@ def relative_position_explorer() -> alt.Chart:
         .properties(width=520, height=260)
     )
     return _finish(chart, "点积只取决于相对位置 k（成对编码），与起点 p 无关")
+
+
+def _matrix_rows(weights: Tensor, queries, keys, allowed: Tensor | None = None, **common) -> list:
+    """注意力权重矩阵 (Tq, Tk) 拆成一格一行：``common`` 的列 + 查询/键的序号与词元 + 权重（4 位小数）。"""
+    rows = []
+    for i, q_tok in enumerate(queries):
+        for j, k_tok in enumerate(keys):
+            row = {
+                **common,
+                "query": i,
+                "key": j,
+                "q_token": f"{i}:{q_tok}",
+                "k_token": f"{j}:{k_tok}",
+            }
+            if allowed is not None:
+                row["allowed"] = bool(allowed[i, j])
+            rows.append({**row, "weight": round(weights[i, j].item(), 4)})
+    return rows
+
+
+def _heatmap(base: alt.Chart, scheme: str, tooltip: list, text) -> alt.LayerChart:
+    """热力图：每格一个色块，上面写着 ``text``（深色格用白字）。"""
+    cells = base.mark_rect(stroke="white").encode(
+        color=alt.Color("weight:Q", scale=alt.Scale(domain=[0, 1], scheme=scheme), title="权重"),
+        tooltip=tooltip,
+    )
+    labels = base.mark_text(fontSize=11).encode(
+        text=text,
+        color=alt.condition(alt.datum.weight > 0.5, alt.value("white"), alt.value("black")),
+    )
+    return alt.layer(cells, labels)
 
 
 # ---------------------------------------------------------------- 第 5 章：注意力权重
@@ -412,35 +431,17 @@ def attention_data(head_dims=(4, 16, 64)) -> list[dict]:
             query = q if scaled else q * math.sqrt(d_k)  # 抵消函数里的 ÷√d_k
             for kind in _MASKS:
                 _, weights = scaled_dot_product_attention(query, k, k, mask=_mask(kind, T, valid))
-                for i in range(T):
-                    for j in range(T):
-                        rows.append(
-                            {
-                                "mask": kind,
-                                "scaled": scaled,
-                                "d_k": d_k,
-                                "query": i,
-                                "key": j,
-                                "q_token": f"{i}:{_SENTENCE[i]}",
-                                "k_token": f"{j}:{_SENTENCE[j]}",
-                                "weight": round(weights[i, j].item(), 4),
-                            }
-                        )
+                common = {"mask": kind, "scaled": scaled, "d_k": d_k}
+                rows += _matrix_rows(weights, _SENTENCE, _SENTENCE, **common)
     return rows
 
 
 def attention_explorer() -> alt.LayerChart:
     """第 5 章的探索器：换掩码、是否除以 √d_k、d_k，看注意力权重矩阵怎样变。"""
     rows = attention_data()
-    mask = alt.param(
-        name="mask", value=_MASKS[0], bind=alt.binding_select(options=list(_MASKS), name="掩码 ")
-    )
-    scaled = alt.param(name="scaled", value=True, bind=alt.binding_checkbox(name="除以 √d_k "))
-    d_k = alt.param(
-        name="d_k",
-        value=16,
-        bind=alt.binding_radio(options=sorted({r["d_k"] for r in rows}), name="d_k "),
-    )
+    mask = _control("mask", _MASKS[0], "掩码", "select", _MASKS)
+    scaled = _control("scaled", True, "除以 √d_k", "checkbox")
+    d_k = _control("d_k", 16, "d_k", "radio", sorted({r["d_k"] for r in rows}))
     order = [f"{i}:{tok}" for i, tok in enumerate(_SENTENCE)]
     base = (
         alt.Chart(alt.InlineData(values=rows))
@@ -455,15 +456,9 @@ def attention_explorer() -> alt.LayerChart:
             y=alt.Y("q_token:N", sort=order, title="查询（每行和为 1）"),
         )
     )
-    cells = base.mark_rect().encode(
-        color=alt.Color("weight:Q", scale=alt.Scale(domain=[0, 1], scheme="blues"), title="权重"),
-        tooltip=["q_token:N", "k_token:N", "weight:Q"],
-    )
-    text = base.mark_text(fontSize=11).encode(
-        text=alt.Text("weight:Q", format=".2f"),
-        color=alt.condition(alt.datum.weight > 0.5, alt.value("white"), alt.value("black")),
-    )
-    chart = alt.layer(cells, text).properties(width=360, height=300)
+    tooltip = ["q_token:N", "k_token:N", "weight:Q"]
+    chart = _heatmap(base, "blues", tooltip, alt.Text("weight:Q", format=".2f"))
+    chart = chart.properties(width=360, height=300)
     return _finish(chart, "“我爱北京天安门”的注意力权重（后两个是填充词元）")
 
 
@@ -507,13 +502,9 @@ def layer_norm_gradient_data(depths=(2, 4, 6, 8, 12), d_model: int = 32) -> list
 def layer_norm_gradient_explorer() -> alt.Chart:
     """第 6 章的探索器：换层数与 LayerNorm 的位置，看各层梯度的大小。"""
     rows = layer_norm_gradient_data()
-    depths = sorted({r["depth"] for r in rows})
-    depth = alt.param(name="depth", value=6, bind=alt.binding_select(options=depths, name="层数 "))
-    placement = alt.param(
-        name="placement",
-        value="post-LN",
-        bind=alt.binding_radio(options=["post-LN", "pre-LN"], name="LayerNorm 的位置 "),
-    )
+    depth = _control("depth", 6, "层数", "select", sorted({r["depth"] for r in rows}))
+    placements = ["post-LN", "pre-LN"]
+    placement = _control("placement", placements[0], "LayerNorm 的位置", "radio", placements)
     chart = (
         alt.Chart(alt.InlineData(values=rows))
         .add_params(depth, placement)
@@ -572,37 +563,19 @@ def encoder_decoder_data(d_model: int = 16) -> list[dict]:
         }
         for kind, (w, queries, keys, mask) in weights.items():
             w = w[0].mean(dim=0)  # (1, H, Tq, Tk) -> (Tq, Tk)：各头平均
-            allowed = (
-                torch.ones(len(queries), len(keys), dtype=torch.bool)
-                if mask is None
-                else mask.expand(len(queries), len(keys))
-            )
-            for i, q_tok in enumerate(queries):
-                for j, k_tok in enumerate(keys):
-                    rows.append(
-                        {
-                            "kind": kind,
-                            "pad_mask": pad_mask,
-                            "query": i,
-                            "key": j,
-                            "q_token": f"{i}:{q_tok}",
-                            "k_token": f"{j}:{k_tok}",
-                            "allowed": bool(allowed[i, j]),
-                            "weight": round(w[i, j].item(), 4),
-                        }
-                    )
+            if mask is None:
+                mask = torch.ones(len(queries), len(keys), dtype=torch.bool)
+            allowed = mask.expand(len(queries), len(keys))  # (Tq, Tk)
+            common = {"kind": kind, "pad_mask": pad_mask}
+            rows += _matrix_rows(w, queries, keys, allowed, **common)
     return rows
 
 
 def encoder_decoder_explorer() -> alt.LayerChart:
     """第 7 章的探索器：选一种注意力、开关源句的填充掩码，看谁能关注谁、关注多少。"""
     rows = encoder_decoder_data()
-    kind = alt.param(
-        name="kind", value=_KINDS[0], bind=alt.binding_radio(options=list(_KINDS), name="注意力 ")
-    )
-    pad_mask = alt.param(
-        name="pad_mask", value=True, bind=alt.binding_checkbox(name="遮住源句的填充 ")
-    )
+    kind = _control("kind", _KINDS[0], "注意力", "radio", _KINDS)
+    pad_mask = _control("pad_mask", True, "遮住源句的填充", "checkbox")
     base = (
         alt.Chart(alt.InlineData(values=rows))
         .add_params(kind, pad_mask)
@@ -612,22 +585,16 @@ def encoder_decoder_explorer() -> alt.LayerChart:
             y=alt.Y("q_token:N", sort=None, title="查询"),
         )
     )
-    cells = base.mark_rect(stroke="white").encode(
-        color=alt.Color("weight:Q", scale=alt.Scale(domain=[0, 1], scheme="greens"), title="权重"),
-        tooltip=["q_token:N", "k_token:N", "allowed:N", "weight:Q"],
-    )
-    text = base.mark_text(fontSize=11).encode(
-        text=alt.condition(alt.datum.allowed, alt.Text("weight:Q", format=".2f"), alt.value("×")),
-        color=alt.condition(alt.datum.weight > 0.5, alt.value("white"), alt.value("black")),
-    )
-    chart = alt.layer(cells, text).properties(width=300, height=260)
+    tooltip = ["q_token:N", "k_token:N", "allowed:N", "weight:Q"]
+    text = alt.condition(alt.datum.allowed, alt.Text("weight:Q", format=".2f"), alt.value("×"))
+    chart = _heatmap(base, "greens", tooltip, text).properties(width=300, height=260)
     return _finish(chart, "编码器与解码器里的三种注意力（× 是被掩码遮住的位置）")
 
 
 # ---------------------------------------------------------------- 第 8 章：训练好的模型
 
 
-def translation_data(num_sentences: int = 16, beam_size: int = 4) -> dict[str, list[dict]]:
+def checkpoint_data(num_sentences: int = 16, beam_size: int = 4) -> dict[str, list[dict]]:
     """随包发布的模型在测试句上的交叉注意力与译文，按检查点与解码方式（第 8 章）。
 
     取 ``generate_corpus(seed=0)`` 的前 ``num_sentences`` 个测试句（训练时没见过的搭配），
@@ -678,22 +645,15 @@ def translation_data(num_sentences: int = 16, beam_size: int = 4) -> dict[str, l
     return data
 
 
-def translation_explorer(num_sentences: int = 16) -> alt.VConcatChart:
+def checkpoint_explorer(num_sentences: int = 16) -> alt.VConcatChart:
     """第 8 章的探索器：选一个测试句、一个检查点，看交叉注意力和贪心/束搜索的译文。"""
-    data = translation_data(num_sentences)
+    data = checkpoint_data(num_sentences)
     steps = sorted({row["step"] for row in data["cells"]})
-    sentence = alt.param(
-        name="s",
-        value=0,
-        bind=alt.binding_select(
-            options=[row["s"] for row in data["sentences"]],
-            labels=[row["zh"] for row in data["sentences"]],
-            name="测试句 ",
-        ),
+    sentences = data["sentences"]
+    sentence = _control(
+        "s", 0, "测试句", "select", [r["s"] for r in sentences], labels=[r["zh"] for r in sentences]
     )
-    step = alt.param(
-        name="step", value=steps[-1], bind=alt.binding_radio(options=steps, name="训练步数 ")
-    )
+    step = _control("step", steps[-1], "训练步数", "radio", steps)
     selected = (alt.datum.s == sentence) & (alt.datum.step == step)
     tokens = alt.InlineData(values=data["tokens"])
     heatmap = (
