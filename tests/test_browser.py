@@ -278,8 +278,9 @@ def test_screenshot(visit, name, scroll_to):
 # ---- 各章的探索器（tinyformer.explorers，_ext/vega_charts.py）：不需要内核，浏览器里拨动每个控件图就变
 #
 # 同一页面既经 http 打开，也直接以 file:// 打开（读者下载网站后双击 index.html）。每个控件换一个取值，
-# 核对图的 SVG 变了；变了又没报错，才算这个控件在网页上能用。有的控件单独动不会改图（第 4 章：成对编码时
-# 点积与起点 p 无关——这正是那张图要讲的），所以一轮下来没变的控件在其他控件换过值之后再试一次。
+# 核对图的 SVG 变了；变了又没报错，才算这个控件在网页上能用。有的控件在某些状态下不改图（第 4 章：成对编码时
+# 点积与起点 p 无关——这正是那张图要讲的；第 7 章：解码器自注意力与源句的填充掩码无关），所以一轮下来
+# 没变的控件，在其他控件换过取值之后再试。
 
 EXPLORER_PAGES = [
     f"chapters/{p.stem}" for p in sorted((ROOT / "chapters").glob("ch0[1-8]_*.ipynb"))
@@ -344,6 +345,13 @@ def wait_for_change(page, element, before, timeout=5000):
         return False
 
 
+def move(page, element, i):
+    """拨动第 i 个控件；图的 SVG 变了返回 True。"""
+    before = chart_svg(element)
+    element.evaluate(MOVE_JS, i)
+    return wait_for_change(page, element, before)
+
+
 @pytest.mark.parametrize("how", ["http", "file"])
 @pytest.mark.parametrize("name", EXPLORER_PAGES)
 def test_explorer_controls_redraw_the_chart(browser, server, site, name, how):
@@ -368,15 +376,16 @@ def test_explorer_controls_redraw_the_chart(browser, server, site, name, how):
             stem = f"explorer-{Path(name).name[:4]}-{how}"
             if how == "http":
                 charts.nth(index).screenshot(path=SCREENSHOTS / f"{stem}-before.png")
-            unchanged = []
-            for attempt in range(2):  # 第二轮只试第一轮没让图变的控件
-                todo = range(len(controls)) if attempt == 0 else unchanged
-                unchanged = []
-                for i in todo:
-                    before = chart_svg(element)
-                    element.evaluate(MOVE_JS, i)
-                    if not wait_for_change(page, element, before):
-                        unchanged.append(i)
+            unchanged = [i for i in range(len(controls)) if not move(page, element, i)]
+            for i in list(unchanged):
+                # 换过别的控件之后再试：依次（两轮）动一下其他控件，每动一次就再拨它一次
+                others = [j for j in range(len(controls)) if j != i] * 2
+                for j in [None, *others]:
+                    if j is not None:
+                        move(page, element, j)
+                    if move(page, element, i):
+                        unchanged.remove(i)
+                        break
             assert [controls[i] for i in unchanged] == [], "这些控件拨动后图没有变"
             if how == "http":
                 charts.nth(index).screenshot(path=SCREENSHOTS / f"{stem}-after.png")
@@ -385,3 +394,19 @@ def test_explorer_controls_redraw_the_chart(browser, server, site, name, how):
         assert v.errors == []
     finally:
         v.close()
+
+
+def test_chapter_4_explorer_shows_the_dot_product_ignores_the_start(visit):
+    """第 4 章的图要讲的性质在网页上成立：成对编码时拖动起点 p 曲线不变，只用 sin 时跟着变。"""
+    page = visit("chapters/ch04_positional_proofs.html").page
+    page.wait_for_function("() => document.querySelector('div.tinyformer-vega')?.vegaView")
+    element = page.locator("div.tinyformer-vega").first.element_handle()
+    names = [name for name, _ in element.evaluate(CONTROLS_JS)]
+    p, encoding = names.index("起点 p"), names.index("编码方式")
+    assert element.evaluate("(el) => el.vegaView.signal('encoding')").startswith("sin/cos")
+    before = chart_svg(element)
+    element.evaluate(MOVE_JS, p)
+    assert element.evaluate("(el) => el.vegaView.signal('p')") != 0  # 滑块确实动了
+    assert not wait_for_change(page, element, before, timeout=1500)
+    assert move(page, element, encoding)  # 换成只用 sin
+    assert move(page, element, p)

@@ -253,6 +253,7 @@ def test_widgets_that_need_a_kernel_say_so_on_the_page(path):
             "interact(" in source or "translation_explorer(translator" in source
         ):
             note = "".join(cells[index - 1]["source"])
-            assert note.startswith(":::{note}") and "内核" in note, source[:60]
+            assert note.startswith(":::{admonition}") and ":class: note" in note, source[:60]
+            assert "需要运行中的 Python 内核" in note
             assert "colab.research.google.com/github/" in note and f"chapters/{path.name}" in note
             assert "mybinder.org/v2/gh/" in note

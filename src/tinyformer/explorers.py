@@ -358,7 +358,7 @@ def relative_position_explorer() -> alt.Chart:
         )
         .properties(width=520, height=260)
     )
-    return _finish(chart, "点积只取决于相对位置 k（成对编码），与起点 p 无关")
+    return _finish(chart, "PE(p) · PE(p+k) 随相对位置 k 的变化")
 
 
 def _matrix_rows(weights: Tensor, queries, keys, allowed: Tensor | None = None, **common) -> list:
