@@ -594,7 +594,7 @@ def encoder_decoder_explorer() -> alt.LayerChart:
 # ---------------------------------------------------------------- 第 8 章：训练好的模型
 
 
-def checkpoint_data(num_sentences: int = 16, beam_size: int = 4) -> dict[str, list[dict]]:
+def checkpoint_data(num_sentences: int = 12, beam_size: int = 4) -> dict[str, list[dict]]:
     """随包发布的模型在测试句上的交叉注意力与译文，按检查点与解码方式（第 8 章）。
 
     取 ``generate_corpus(seed=0)`` 的前 ``num_sentences`` 个测试句（训练时没见过的搭配），
@@ -645,7 +645,7 @@ def checkpoint_data(num_sentences: int = 16, beam_size: int = 4) -> dict[str, li
     return data
 
 
-def checkpoint_explorer(num_sentences: int = 16) -> alt.VConcatChart:
+def checkpoint_explorer(num_sentences: int = 12) -> alt.VConcatChart:
     """第 8 章的探索器：选一个测试句、一个检查点，看交叉注意力和贪心/束搜索的译文。"""
     data = checkpoint_data(num_sentences)
     steps = sorted({row["step"] for row in data["cells"]})
