@@ -674,7 +674,13 @@ def checkpoint_explorer(num_sentences: int = 12) -> alt.VConcatChart:
         .encode(
             x=alt.X("src:N", sort=None, title="中文词元（键）", axis=alt.Axis(labelAngle=0)),
             y=alt.Y("tgt:N", sort=None, title="生成的英文词元（查询）"),
-            color=alt.Color("w:Q", scale=alt.Scale(domain=[0, 1], scheme="blues"), title="权重"),
+            # 图例放在下面：放在右边时拼接图的宽度按上面几行文字算，图例的刻度被截掉
+            color=alt.Color(
+                "w:Q",
+                scale=alt.Scale(domain=[0, 1], scheme="blues"),
+                title="权重",
+                legend=alt.Legend(orient="bottom", direction="horizontal"),
+            ),
             tooltip=[
                 alt.Tooltip("tgt:N", title="英文"),
                 alt.Tooltip("src:N", title="中文"),
