@@ -697,7 +697,7 @@ def checkpoint_explorer(num_sentences: int = 12) -> alt.VConcatChart:
         .transform_calculate(line='"参考译文：" + datum.en')
         .mark_text(align="left", fontSize=13, x=0)
         .encode(text="line:N")
-        .properties(width=360, height=18)
+        .properties(width=480, height=18)
     )
     outputs = (
         alt.Chart(alt.InlineData(values=data["translations"]))
@@ -710,7 +710,7 @@ def checkpoint_explorer(num_sentences: int = 12) -> alt.VConcatChart:
         )
         .mark_text(align="left", fontSize=13, x=0)
         .encode(y=alt.Y("decoding:N", axis=None, sort="descending"), text="line:N")
-        .properties(width=360, height=40)
+        .properties(width=480, height=40)
     )
     chart = alt.vconcat(reference, outputs, heatmap)
     return _finish(chart, "训练好的模型翻译测试句：检查点、解码方式与交叉注意力")
