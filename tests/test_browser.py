@@ -604,3 +604,140 @@ def test_live_translator_from_file_url_says_it_needs_http(browser, site):
         assert page.locator(f"{LIVE} input").is_disabled()
     finally:
         page.close()
+
+
+# ---- 各章的探索器（tinyformer.explorers，_ext/vega_charts.py）：不需要内核，浏览器里拨动每个控件图就变
+#
+# 同一页面既经 http 打开，也直接以 file:// 打开（读者下载网站后双击 index.html）。每个控件换一个取值，
+# 核对图的 SVG 变了；变了又没报错，才算这个控件在网页上能用。有的控件在某些状态下不改图（第 4 章：成对编码时
+# 点积与起点 p 无关——这正是那张图要讲的；第 7 章：解码器自注意力与源句的填充掩码无关），所以一轮下来
+# 没变的控件，在其他控件换过取值之后再试。
+
+EXPLORER_PAGES = [
+    f"chapters/{p.stem}" for p in sorted((ROOT / "chapters").glob("ch0[1-8]_*.ipynb"))
+]
+
+# 控件：每个 .vega-bind 里的 input/select；返回 (描述, 控件种类) 列表
+CONTROLS_JS = """(el) => [...el.querySelectorAll('.vega-bind')].map((bind, i) => {
+    const input = bind.querySelector('select, input');
+    return [bind.querySelector('.vega-bind-name')?.textContent.trim() || String(i),
+            input.tagName === 'SELECT' ? 'select' : input.type];
+})"""
+
+# 把第 i 个控件换成另一个取值：下拉框与单选框选下一个选项，复选框翻转，滑块走一步（到头则退一步）
+MOVE_JS = """(el, i) => {
+    const bind = el.querySelectorAll('.vega-bind')[i];
+    const fire = (input) => ['input', 'change'].forEach(
+        (type) => input.dispatchEvent(new Event(type, {bubbles: true})));
+    const select = bind.querySelector('select');
+    if (select) {
+        select.selectedIndex = (select.selectedIndex + 1) % select.options.length;
+        return fire(select);
+    }
+    const radios = [...bind.querySelectorAll('input[type=radio]')];
+    if (radios.length) {
+        const next = radios[(radios.findIndex((r) => r.checked) + 1) % radios.length];
+        return next.click();
+    }
+    const input = bind.querySelector('input');
+    if (input.type === 'checkbox') return input.click();
+    const step = Number(input.step) || 1;
+    const value = Number(input.value);
+    input.value = value + step <= Number(input.max) ? value + step : value - step;
+    fire(input);
+}"""
+
+
+class FileVisit(Visit):
+    """以 file:// 打开网站里的一页：只许读本地文件，其余请求拦下记为外部请求。"""
+
+    def _route(self, route):
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            self.external.append(route.request.url)
+            route.abort()
+
+
+def chart_svg(element):
+    return element.evaluate("(el) => el.querySelector('svg')?.outerHTML || ''")
+
+
+def wait_for_change(page, element, before, timeout=5000):
+    """等图重画（Vega 异步更新 SVG）；超时就说明没变。"""
+    try:
+        page.wait_for_function(
+            "([el, before]) => (el.querySelector('svg')?.outerHTML || '') !== before",
+            arg=[element, before],
+            timeout=timeout,
+        )
+        return True
+    except Exception:  # playwright 的 TimeoutError
+        return False
+
+
+def move(page, element, i):
+    """拨动第 i 个控件；图的 SVG 变了返回 True。"""
+    before = chart_svg(element)
+    element.evaluate(MOVE_JS, i)
+    return wait_for_change(page, element, before)
+
+
+@pytest.mark.parametrize("how", ["http", "file"])
+@pytest.mark.parametrize("name", EXPLORER_PAGES)
+def test_explorer_controls_redraw_the_chart(browser, server, site, name, how):
+    if how == "http":
+        v = Visit(browser, f"{server}/{name}.html")
+    else:
+        v = FileVisit(browser, (site / f"{name}.html").as_uri())
+    try:
+        page = v.page
+        charts = page.locator("div.tinyformer-vega")
+        assert charts.count() >= 1, "这一章没有网页上的探索器"
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('div.tinyformer-vega')]"
+            ".every((el) => el.dataset.rendered === 'true')"
+        )
+        for index in range(charts.count()):
+            element = charts.nth(index).element_handle()
+            controls = element.evaluate(CONTROLS_JS)
+            assert controls, f"第 {index} 张图没有控件"
+            charts.nth(index).scroll_into_view_if_needed()
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            stem = f"explorer-{Path(name).name[:4]}-{how}"
+            if how == "http":
+                charts.nth(index).screenshot(path=SCREENSHOTS / f"{stem}-before.png")
+            unchanged = [i for i in range(len(controls)) if not move(page, element, i)]
+            for i in list(unchanged):
+                # 换过别的控件之后再试：依次（两轮）动一下其他控件，每动一次就再拨它一次
+                others = [j for j in range(len(controls)) if j != i] * 2
+                for j in [None, *others]:
+                    if j is not None:
+                        move(page, element, j)
+                    if move(page, element, i):
+                        unchanged.remove(i)
+                        break
+            assert [controls[i] for i in unchanged] == [], "这些控件拨动后图没有变"
+            if how == "http":
+                charts.nth(index).screenshot(path=SCREENSHOTS / f"{stem}-after.png")
+        assert v.external == []
+        assert v.failed == []
+        assert v.errors == []
+    finally:
+        v.close()
+
+
+def test_chapter_4_explorer_shows_the_dot_product_ignores_the_start(visit):
+    """第 4 章的图要讲的性质在网页上成立：成对编码时拖动起点 p 曲线不变，只用 sin 时跟着变。"""
+    page = visit("chapters/ch04_positional_proofs.html").page
+    page.wait_for_function("() => document.querySelector('div.tinyformer-vega')?.vegaView")
+    element = page.locator("div.tinyformer-vega").first.element_handle()
+    names = [name for name, _ in element.evaluate(CONTROLS_JS)]
+    p, encoding = names.index("起点 p"), names.index("编码方式")
+    assert element.evaluate("(el) => el.vegaView.signal('encoding')").startswith("sin/cos")
+    before = chart_svg(element)
+    element.evaluate(MOVE_JS, p)
+    assert element.evaluate("(el) => el.vegaView.signal('p')") != 0  # 滑块确实动了
+    assert not wait_for_change(page, element, before, timeout=1500)
+    assert move(page, element, encoding)  # 换成只用 sin
+    assert move(page, element, p)

@@ -91,6 +91,32 @@ def compress_onnxruntime_wasm() -> None:
     wasm.unlink()
 
 
+# ---- 各章探索器的图（tinyformer.explorers → _ext/vega_charts.py）：Vega、Vega-Lite、vega-embed。
+# 版本与 requirements.txt 里的 altair 一致：altair 6.3.0 生成 Vega-Lite 6.4.1 的规格，用 Vega 6、
+# vega-embed 7（altair.VEGALITE_VERSION / VEGA_VERSION / VEGAEMBED_VERSION，tests/test_explorers.py 核对）。
+# 只取 UMD 构建（页面上用 <script> 加载）和许可证；每个包一个目录，许可证文件名才不冲突。
+VEGA_PACKAGES = {
+    "vega": (
+        "6.4.0",
+        "sha512-rHXCq2LpEWCLMjXBEj7hocY9G0/i5TGYRayGGSj06VTF4+l2IG2Z7oeZKCjWbUh/7hTE/mVhbaOPB72wCElh6g==",
+        "vega",
+        ["package/LICENSE", "package/build/vega.min.js"],
+    ),
+    "vega-lite": (
+        "6.4.1",
+        "sha512-KO3ybHNouRK4A0al/+2fN9UqgTEfxrd/ntGLY933Hg5UOYotDVQdshR3zn7OfXwQ7uj0W96Vfa5R+QxO8am3IQ==",
+        "vega-lite",
+        ["package/LICENSE", "package/build/vega-lite.min.js"],
+    ),
+    "vega-embed": (
+        "7.3.0",
+        "sha512-wQ8s5GaSzqoKgmRfbRolgBrjE2CP7ZKHXqH7NijxMqPjpdWxSs4Dn8tvp9g0giQvh2cK+3p56sxjWWM0wNngGw==",
+        "vega-embed",
+        ["package/LICENSE", "package/build/vega-embed.min.js"],
+    ),
+}
+
+
 def sha512_integrity(data: bytes) -> str:
     return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
 
@@ -135,6 +161,8 @@ def main() -> None:
         fetch(name)
     fetch(ONNXRUNTIME_WEB, TRANSLATOR_PACKAGES)
     compress_onnxruntime_wasm()
+    for name in VEGA_PACKAGES:
+        fetch(name, VEGA_PACKAGES)
 
 
 if __name__ == "__main__":
