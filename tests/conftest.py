@@ -27,3 +27,21 @@ def site() -> Path:
     if not (SITE / "index.html").exists():
         skip_or_fail(f"{SITE} 不存在：先运行 python3 tasks.py book")
     return SITE
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        help="也运行标了 slow 的测试（一次性环境、联网解析依赖；python3 tasks.py doors 会加上它）",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """slow 测试默认跳过，只在给了 --slow 时运行（CI 用 python3 tasks.py doors 运行它们）。"""
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="slow：加 --slow 运行（python3 tasks.py doors）")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
