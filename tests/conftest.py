@@ -3,6 +3,7 @@
 另有构建好的网站的 fixture（网站测试与浏览器测试共用）。
 """
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -12,6 +13,15 @@ import torch
 torch.set_num_threads(1)
 
 SITE = Path(__file__).resolve().parents[1] / "_build" / "html"
+
+
+def load_tool(name: str):
+    """导入 tools/ 里的一个脚本（它们不是包）。"""
+    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def skip_or_fail(reason: str) -> None:

@@ -3,7 +3,6 @@
 PDF 由 tools/book_pdf.py 用无头 chromium 打印。没有构建时本地跳过，CI=true 时失败。
 """
 
-import importlib.util
 import json
 import re
 import shutil
@@ -12,12 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import skip_or_fail
+from conftest import load_tool, skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("book_pdf", ROOT / "tools" / "book_pdf.py")
-book_pdf = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(book_pdf)
+book_pdf = load_tool("book_pdf")
 
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 DOCS = [TOC["root"]] + [c["file"] for part in TOC["parts"] for c in part["chapters"]]
@@ -92,3 +89,12 @@ def test_missing_glyph_check_sees_a_character_no_font_has(tmp_path):
     )
     book_pdf.print_pdf(tmp_path, "a.html", tmp_path / "a.pdf")
     assert book_pdf.missing_glyphs(tmp_path / "a.pdf") == [2]
+
+
+def test_every_page_links_the_pdf(site):
+    """每一页的下载菜单里都有“全书 PDF”，指向站点根目录的那个文件（_ext/whole_book_pdf.py）。"""
+    pages = sorted(site.glob("chapters/*.html"))
+    assert pages
+    for page in pages:
+        assert 'href="../tinyformer.pdf"' in page.read_text(encoding="utf-8"), page.name
+    assert (site / "tinyformer.pdf").read_bytes()[:5] == b"%PDF-"

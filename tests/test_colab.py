@@ -19,16 +19,15 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
 import pytest
+from conftest import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-from colab_setup import repository  # noqa: E402
-from execute_notebooks import toc_notebooks  # noqa: E402
+repository = load_tool("colab_setup").repository
+toc_notebooks = load_tool("execute_notebooks").toc_notebooks
 
 # Colab 预装的、与本书有关的包（torch 用本机能装的版本）
 COLAB_PACKAGES = ["torch==2.13.0", "ipywidgets==7.7.1", "ipykernel", "matplotlib", "numpy", "tqdm"]

@@ -83,7 +83,8 @@ def test_unit_tests_pass_with_the_floor_versions(tmp_path):
         assert Version(installed[name]) == Version(version), (name, installed[name])
     tests = sorted(p for p in (ROOT / "tests").glob("test_*.py") if p.name not in NOT_UNIT)
     result = subprocess.run(
-        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *tests],
+        [python, "-m", "pytest", "-q", "--tb=short", "--disable-warnings", "-p", "no:cacheprovider"]
+        + ["-o", "addopts=", *tests],
         cwd=tmp_path,  # 不在仓库根目录：import tinyformer 拿到的是装进去的包，不是 src/
         capture_output=True,
         text=True,
