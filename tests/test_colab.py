@@ -38,14 +38,21 @@ RUNNER = r"""
 import json, sys
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 workdir, results = sys.argv[1], {}
-for path in sys.argv[2:]:
+for path in sys.argv[2:]:  # 一章出错也接着执行后面的章，最后一起报告
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=900, kernel_name="python3",
-                   resources={"metadata": {"path": workdir}}).execute()
+    client = NotebookClient(nb, timeout=900, kernel_name="python3",
+                            resources={"metadata": {"path": workdir}})
+    try:
+        client.execute()
+        error = None
+    except (CellExecutionError, CellTimeoutError) as err:
+        error = str(err)[-1500:]
     outputs = [o for cell in nb.cells for o in cell.get("outputs", [])]
     results[path] = {
+        "error": error,
         "widget_views": sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
                             for o in outputs),
         "stderr": [o["text"] for o in outputs if o.get("name") == "stderr"],
@@ -141,6 +148,8 @@ def test_every_chapter_runs_in_a_colab_like_environment(tmp_path):
     assert "site-packages" in versions[0] and str(ROOT) not in versions[0]
     assert versions[1:] == ["2.13.0+cpu", "7.7.1"]
 
+    errors = {Path(p).name: r["error"] for p, r in results.items() if r["error"]}
+    assert errors == {}
     for path in notebooks:
         run = results[str(path)]
         assert run["widget_views"] == widget_views(path), path.name
