@@ -1,11 +1,22 @@
-"""从零开始的两条命令（只需要 Python 3.10+ 和 git，不需要 make）。
+"""从零开始的两条命令（只需要 Python 3.11+ 和 git，不需要 make）。
 
     python3 tasks.py book      建 .venv、安装 requirements.txt、取前端文件（npm）、严格构建 HTML（-W -n --keep-going）
     python3 tasks.py test      建 .venv、安装 requirements.txt、ruff + 单元测试 + 各章 nbval（本机配置与两种强制的 CPU 配置）
     python3 tasks.py test -k attention   其余参数原样交给 pytest（只跑一遍，本机配置）
     python3 tasks.py execute [chapters/xx.ipynb ...]   改了代码后重新执行笔记本、保存输出
+    python3 tasks.py pdf       全书 PDF（单页 HTML + 无头 chromium），写到 _build/pdf/ 和 _build/html/
+    python3 tasks.py dev       另装开发工具：pre-commit、jupyterlab（README 里提到的）
+    python3 tasks.py doors     慢测试：Binder 依赖解析、下限版本、模拟 Colab（pytest --slow）
 
 依赖只在 requirements.txt 或 pyproject.toml 变化后才重新安装（.venv/.installed 记着它们的散列）。
+
+PyTorch：Linux 上默认装 CPU 版（约 190 MB 的轮子，装好约 750 MB），取自 PyTorch 的 CPU 索引；
+PyPI 上 Linux 的 torch 是 CUDA 版，连同 nvidia-* 依赖约 2.7 GB。要 CUDA 版就设 TORCH=cuda：
+
+    TORCH=cuda python3 tasks.py book
+
+连不上 CPU 索引时（只能访问 PyPI 的机器，例如 CI）不等它超时：先用几秒探一下，探不到就只用
+pip 已配置的索引（这样的机器通常在本地备好了 CPU 轮子）。
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 import venv
 from pathlib import Path
 
@@ -24,6 +36,7 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".installed"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def run(*args: str | os.PathLike) -> None:
@@ -31,10 +44,36 @@ def run(*args: str | os.PathLike) -> None:
     subprocess.run([str(a) for a in args], cwd=ROOT, check=True)
 
 
+def reachable(url: str, seconds: float = 5) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=seconds):
+            return True
+    except OSError:
+        return False
+
+
+def torch_index_options() -> list[str]:
+    """pip 的额外索引：Linux 上默认加 PyTorch 的 CPU 索引（TORCH=cuda 时不加，用 PyPI 的 CUDA 版）。
+
+    requirements.txt 写的是 torch==X；CPU 索引里的 X+cpu 满足它，且版本排序在 X 之后，pip 选它。
+    """
+    variant = os.environ.get("TORCH", "cpu")
+    if variant not in ("cpu", "cuda"):
+        sys.exit(f"TORCH must be 'cpu' or 'cuda', got TORCH={variant!r}")
+    # macOS、Windows 上 PyPI 的 torch 本来就是 CPU 版
+    if variant == "cuda" or sys.platform != "linux":
+        return []
+    if not reachable(f"{TORCH_CPU_INDEX}/torch/"):
+        print(f"+ # 连不上 {TORCH_CPU_INDEX}，只用 pip 已配置的索引", flush=True)
+        return []
+    return ["--extra-index-url", TORCH_CPU_INDEX]
+
+
 def setup() -> None:
     """建虚拟环境并安装固定版本的依赖（本包以可编辑模式安装）。"""
     digest = hashlib.sha256(
         b"".join((ROOT / f).read_bytes() for f in ("requirements.txt", "pyproject.toml"))
+        + os.environ.get("TORCH", "cpu").encode()
     ).hexdigest()
     if STAMP.exists() and STAMP.read_text() == digest:
         return
@@ -42,16 +81,25 @@ def setup() -> None:
         print(f"+ python -m venv {VENV.name}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     run(PY, "-m", "pip", "install", "--upgrade", "pip")
-    run(PY, "-m", "pip", "install", "-r", "requirements.txt")
+    run(PY, "-m", "pip", "install", *torch_index_options(), "-r", "requirements.txt")
     STAMP.write_text(digest)
 
 
 def book() -> None:
-    # 固定版本的 require.js 与控件管理器，放进 _vendor/
+    # 固定版本的网页脚本（控件管理器、vega、onnxruntime-web），放进 _vendor/
     timed("网页脚本", PY, "tools/web_assets.py")
     strict = ("-W", "-n", "--keep-going")  # 警告即错误
     timed("构建", BIN / "jupyter-book", "build", ".", "--builder", "html", *strict)
+    # 全书 PDF：网页的下载菜单链接 _build/html/tinyformer.pdf。没有 chromium 时跳过（链接暂时无效）
+    start = time.perf_counter()
+    if subprocess.run([PY, "tools/book_pdf.py"], cwd=ROOT).returncode not in (0, 2):
+        sys.exit("全书 PDF 没有生成")
+    print(f"[用时] 全书 PDF：{time.perf_counter() - start:.0f} 秒", flush=True)
     print(f"\n书已构建：{ROOT / '_build' / 'html' / 'index.html'}")
+
+
+def pdf() -> None:
+    run(PY, "tools/book_pdf.py")
 
 
 # 存下的输出必须是数学的事实，而不是某一种 CPU 的事实：除了本机的原生配置，再在几种强制的 CPU 配置下
@@ -93,7 +141,18 @@ def execute(*notebooks: str) -> None:
     run(PY, "tools/execute_notebooks.py", *notebooks)
 
 
-COMMANDS = {"book": book, "test": test, "execute": execute}
+def dev() -> None:
+    """README 提到的开发工具：pre-commit（提交前检查）与 jupyterlab（本地打开各章）。"""
+    run(PY, "-m", "pip", "install", "-e", ".[dev]")
+    run(BIN / "pre-commit", "install")
+
+
+def doors(*pytest_args: str) -> None:
+    """慢测试（标了 slow）：搭一次性环境、联网解析依赖。CI 在 README 的两条命令之后运行它。"""
+    timed("慢测试", PY, "-m", "pytest", "--slow", "-m", "slow", "tests/", *pytest_args)
+
+
+COMMANDS = {"book": book, "test": test, "execute": execute, "pdf": pdf, "dev": dev, "doors": doors}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:

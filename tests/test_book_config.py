@@ -3,6 +3,9 @@
 import importlib.util
 import json
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,6 +101,8 @@ def test_ci_runs_the_readme_commands():
     assert "tools/readme_commands.py" in ci
     # 网站与浏览器测试读构建好的网站：先构建（第 1 条），再测试（第 2 条）
     assert ci.index('bash -c "${commands[0]}"') < ci.index('bash -c "${commands[1]}"')
+    # 慢测试（Binder、下限版本、模拟 Colab）在 README 的两条命令之后
+    assert ci.index('bash -c "${commands[1]}"') < ci.index("\npython3 tasks.py doors")
     assert "apt-get install -y chromium fonts-noto-cjk" in ci
 
 
@@ -133,20 +138,23 @@ def test_every_notebook_has_execution_stats():
     assert not missing, f"没有执行统计，请运行 python3 tasks.py execute {' '.join(missing)}"
     stale = sorted(set(stats) - expected)
     assert not stale, f"这些条目不在 _toc.yml 里，请从 {STATS_FILE.name} 删去：{stale}"
-    fields = {"seconds", "date", "python", "torch", "tinyformer", "cpu", "cpu_count"}
+    fields = {"seconds", "peak_mb", "date", "python", "torch", "tinyformer", "cpu", "cpu_count"}
     for name, entry in stats.items():
         assert set(entry) == fields, name
         assert entry["seconds"] > 0 and re.fullmatch(r"\d{4}-\d{2}-\d{2}", entry["date"]), name
+        # 一个 Python 内核连同 torch 至少占几十 MB；mybinder.org 只保证 1 GB，本书要求每章 ≤ 800 MB
+        assert 50 < entry["peak_mb"] <= 800, f"{name}: 峰值内存 {entry['peak_mb']} MB"
 
 
 def test_execution_stats_merge_updates_only_the_executed_notebooks(tmp_path, monkeypatch):
     execute_notebooks = _load_tool("execute_notebooks")
     monkeypatch.setattr(execute_notebooks, "STATS_FILE", tmp_path / "stats.json")
     execute_notebooks.record_stats({"a.ipynb": {"seconds": 1.0}, "b.ipynb": {"seconds": 2.0}})
-    execute_notebooks.record_stats({"b.ipynb": execute_notebooks.stats_entry(3.04)})
+    execute_notebooks.record_stats({"b.ipynb": execute_notebooks.stats_entry(3.04, 123_456_789)})
     stats = json.loads((tmp_path / "stats.json").read_text(encoding="utf-8"))
     assert stats["a.ipynb"] == {"seconds": 1.0}
     assert stats["b.ipynb"]["seconds"] == 3.0
+    assert stats["b.ipynb"]["peak_mb"] == 123
     assert stats["b.ipynb"]["torch"].startswith("2.")
 
 
@@ -159,3 +167,44 @@ def test_few_cells_have_output_checks_off():
                 code += 1
                 ignored += "nbval-ignore-output" in cell.get("metadata", {}).get("tags", [])
     assert ignored <= 0.15 * code, f"{ignored} of {code} code cells have output checks off"
+
+
+def test_peak_rss_reads_the_high_water_mark_of_a_process():
+    """峰值内存读的是进程的高水位：分配过又释放的内存也算在内。"""
+    execute_notebooks = _load_tool("execute_notebooks")
+    code = "b = bytearray(200_000_000); del b; import sys; sys.stdin.read()"
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while execute_notebooks.peak_rss_bytes(child.pid) < 200e6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert 200e6 < execute_notebooks.peak_rss_bytes(child.pid) < 400e6
+    finally:
+        child.communicate(b"")
+
+
+def nbstripout_hook_command() -> list[str]:
+    """.pre-commit-config.yaml 里 nbstripout 钩子的命令行（entry + args）。"""
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    hook = next(h for repo in config["repos"] for h in repo["hooks"] if h["id"] == "nbstripout")
+    return [str(Path(sys.executable).parent / hook["entry"]), *hook["args"]]
+
+
+def test_nbstripout_hook_keeps_what_the_book_needs(tmp_path):
+    """提交前钩子对仓库里的笔记本什么也不改（输出、标签、控件状态都留着），只去掉执行时间戳和小版本号。"""
+    copies = []
+    for path in NOTEBOOKS:
+        copies.append(tmp_path / path.name)
+        copies[-1].write_bytes(path.read_bytes())
+    dirty = json.loads(NOTEBOOKS[0].read_text(encoding="utf-8"))
+    dirty["metadata"].setdefault("language_info", {})["version"] = "3.11.7"
+    for cell in dirty["cells"]:
+        cell["metadata"]["execution"] = {"iopub.status.idle": "2026-11-23T08:00:00.000Z"}
+    (tmp_path / "dirty.ipynb").write_text(
+        json.dumps(dirty, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    subprocess.run([*nbstripout_hook_command(), *copies, tmp_path / "dirty.ipynb"], check=True)
+    for path, copy in zip(NOTEBOOKS, copies, strict=True):
+        assert copy.read_bytes() == path.read_bytes(), f"the hook changed {path.name}"
+    assert (tmp_path / "dirty.ipynb").read_bytes() == NOTEBOOKS[0].read_bytes()
+    assert any(json.loads(p.read_text())["metadata"].get("widgets") for p in copies)

@@ -20,7 +20,7 @@ from urllib.parse import quote, unquote, urlparse
 
 import pytest
 import yaml
-from conftest import skip_or_fail
+from conftest import load_tool, skip_or_fail
 
 pytestmark = pytest.mark.browser
 
@@ -31,16 +31,7 @@ PAGES = [TOC["root"]] + re.findall(
     r"file:\s*([^\s#]+)", (ROOT / "_toc.yml").read_text(encoding="utf-8")
 )
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM_ARGS = load_tool("book_pdf").CHROMIUM_ARGS  # 与打印全书 PDF 用同一组参数
 
 # 搜索词 -> 结果里必须有的页面（通配符；还没有这一页时不检查，例如尚未写成的第 8 章）
 SEARCHES = {

@@ -11,7 +11,7 @@
 - 元数据里去掉随机器而变的 Python 小版本号；
 - 笔记本和统计文件都原子地写（``tinyformer.atomic.atomic_write``）：执行中途按 Ctrl-C 或磁盘满了，
   原来的文件原封不动，不会只剩半个；
-- 每章的执行秒数、日期（UTC）、Python / PyTorch / tinyformer 的版本和 CPU 记进
+- 每章的执行秒数、内核的峰值内存（MB）、日期（UTC）、Python / PyTorch / tinyformer 的版本和 CPU 记进
   ``chapters/execution_stats.json``（进仓库；只更新执行了的那几章，其余条目保留）。笔记本本身
   不含时间，重新执行仍逐字节相同；
 - 执行了其他笔记本之后，再执行一次附录“执行统计”（``chapters/appendix_stats.ipynb``），
@@ -92,9 +92,31 @@ def ordered_widget_state(nb, models: dict) -> dict:
     return {m: models[m] for m in order + rest}
 
 
-def execute(path: Path) -> float:
+def peak_rss_bytes(pid: int) -> int:
+    """进程 ``pid`` 迄今最大的常驻内存（字节）。
+
+    Linux 读 ``/proc/PID/status`` 的 ``VmHWM``（内核记的高水位，不会漏掉两次读数之间的峰）；
+    其他系统没有这个数，用 psutil 读当前的常驻内存（每个单元格之后读一次，取最大，是下界）。
+    """
+    status = Path(f"/proc/{pid}/status")
+    if status.exists():
+        match = re.search(r"^VmHWM:\s+(\d+) kB$", status.read_text(), re.M)
+        return int(match.group(1)) * 1024
+    import psutil  # ipykernel 的依赖
+
+    return psutil.Process(pid).memory_info().rss
+
+
+def execute(path: Path) -> tuple[float, int]:
+    """执行一个笔记本并存回原文件；返回 (秒数, 内核的峰值常驻内存字节数)。"""
     nb = nbformat.read(path, as_version=4)
     sync_setup_cell(nb)
+    peak = 0
+
+    def after_cell(**_) -> None:  # nbclient 的 on_cell_executed 钩子：内核还活着时读它的内存
+        nonlocal peak
+        peak = max(peak, peak_rss_bytes(client.km.provisioner.pid))
+
     start = time.perf_counter()
     client = NotebookClient(
         nb,
@@ -104,6 +126,7 @@ def execute(path: Path) -> float:
         store_widget_state=True,
         coalesce_streams=True,  # 同一单元格的 stdout 合成一段：输出的分段取决于计时，不可复现
         resources={"metadata": {"path": str(path.parent)}},
+        on_cell_executed=after_cell,
     )
     client.execute()
     seconds = time.perf_counter() - start
@@ -122,7 +145,7 @@ def execute(path: Path) -> float:
         # nbformat.writes 按键名排序：用新 id 再写一遍，控件在文件里的顺序才与随机的旧 id 无关
         text = nbformat.writes(nbformat.reads(text, as_version=4)) + "\n"
     write_atomically(path, text)
-    return seconds
+    return seconds, peak
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -141,11 +164,12 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def stats_entry(seconds: float) -> dict:
-    """一章的执行统计。内核与本脚本用同一个解释器（.venv），版本取自这里。"""
+def stats_entry(seconds: float, peak_bytes: int) -> dict:
+    """一章的执行统计。内核与本脚本用同一个解释器（.venv），版本取自这里。峰值内存以 MB（10^6 字节）计。"""
     return {
         "seconds": round(seconds, 1),
-        "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "peak_mb": round(peak_bytes / 1e6),
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
         "python": platform.python_version(),
         "torch": version("torch"),
         "tinyformer": version("tinyformer"),
@@ -167,13 +191,14 @@ def main(argv: list[str]) -> None:
     chapters = [p for p in paths if p != STATS_NOTEBOOK]
     entries = {}
     for path in chapters:
-        seconds = execute(path)
-        entries[path.relative_to(ROOT).as_posix()] = stats_entry(seconds)
-        print(f"{path.relative_to(ROOT)}: {seconds:.1f} s", flush=True)
-    if entries:
-        record_stats(entries)
+        seconds, peak = execute(path)
+        entries[path.relative_to(ROOT).as_posix()] = stats_entry(seconds, peak)
+        record_stats(entries)  # 每章执行完就记下：后面的章出错时，前面测到的不丢
+        print(
+            f"{path.relative_to(ROOT)}: {seconds:.1f} s，峰值内存 {peak / 1e6:.0f} MB", flush=True
+        )
     if (entries or STATS_NOTEBOOK in paths) and STATS_NOTEBOOK.exists():
-        seconds = execute(STATS_NOTEBOOK)  # 表格取自刚更新的 STATS_FILE
+        seconds, _ = execute(STATS_NOTEBOOK)  # 表格取自刚更新的 STATS_FILE
         print(
             f"{STATS_NOTEBOOK.relative_to(ROOT)}: {seconds:.1f} s（执行统计，不计入）", flush=True
         )
