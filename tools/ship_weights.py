@@ -43,7 +43,7 @@ def main() -> None:
     record = {
         "torch": version("torch"),
         "tinyformer": version("tinyformer"),
-        "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
         "cpu": cpu_model(),
         "checkpoints": runs,
     }
