@@ -40,7 +40,21 @@ def add_pdf_button(app, pagename, templatename, context, doctree):
             )
 
 
+def inherit_html_handlers(app):
+    """单页 HTML 用网页（html）的节点写法。
+
+    Sphinx 先按构建器的名字找节点的写法，找不到才回退到格式（html）。sphinx-exercise 为 singlehtml
+    单独登记了它的节点，于是 singlehtml 有了自己的一套，只登记给 html 的节点（myst-nb 折叠的代码单元格、
+    sphinx-proof 的定理……）在单页 HTML 里就成了“未知节点”。这里把 html 的写法补进 singlehtml 缺的地方。
+    """
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for node, visitors in handlers.get("html", {}).items():
+        single.setdefault(node, visitors)
+
+
 def setup(app):
+    app.connect("builder-inited", inherit_html_handlers)
     # myst-nb 加本页脚本（默认优先级 500）之后、page_scripts 去重与排序（900）之前
     app.connect("html-page-context", all_widget_scripts, priority=600)
     # sphinx-book-theme 建好下载菜单（优先级 501）之后
