@@ -128,7 +128,12 @@ def execute(path: Path) -> tuple[float, int]:
         resources={"metadata": {"path": str(path.parent)}},
         on_cell_executed=after_cell,
     )
-    client.execute()
+    # 逐个单元格执行，而不是 client.execute()：后者在第 3 章上偶尔一直等下去（内核已空闲），原因未查明
+    with client.setup_kernel():
+        client.kc.kernel_info()
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        client.set_widgets_metadata()
     seconds = time.perf_counter() - start
     nb.metadata.get("language_info", {}).pop("version", None)
     nb.metadata["kernelspec"] = {
