@@ -18,7 +18,9 @@ HAN = "\u3400-\u4dbf\u4e00-\u9fff\u3001-\u303f\uff01-\uffef"
 CJK_SPACE_CJK = re.compile(rf"[{HAN}][ \t\r\n]+[{HAN}]")
 
 # 正文里有意写的空格：把一句话分好的词用空格隔开给读者看（源文件里就是这样写的，不是换行）
-DELIBERATE = ["我 爱 学习", "我 明天 在学校 看小说"]
+DELIBERATE = ["我 爱 学习", "我 明天 在学校 看小说", "我 爱 北京 天安门", "中文句子 \n翻译"]
+# sphinx-exercise 生成的解答标题（“解答 练习 1.1”）：两个词之间本来就该有空格
+GENERATED = re.compile(r"^解答 练习 \d+\.\d+$")
 
 # 块级元素：它们之间的换行不显示为空格，文字按它们分组后再找“汉字 空白 汉字”
 BLOCKS = {
@@ -108,7 +110,7 @@ def cjk_spaces(text):
     found = []
     for match in CJK_SPACE_CJK.finditer(text):
         context = text[max(0, match.start() - 12) : match.end() + 12]
-        if not any(d in context for d in DELIBERATE):
+        if not any(d in context for d in DELIBERATE) and not GENERATED.match(context.strip()):
             found.append(context)
     return found
 
