@@ -718,11 +718,17 @@ def test_explorer_controls_redraw_the_chart(browser, server, site, name, how):
         if how == "file":
             # file:// 是不透明的源，Chromium 不许 CSS 从 file:// 加载字体（跨源规则）：图标字体在 file://
             # 下总是失败，与探索器无关；http 下同一个测试不放过任何失败的请求和控制台错误
-            failed = [(url, why) for url, why in failed if "/webfonts/" not in url]
+            # 第 8 章的网页翻译器在 file:// 下取不到它的 WebAssembly（页面上写明要用 http，另有测试）
+            failed = [
+                (url, why)
+                for url, why in failed
+                if "/webfonts/" not in url and "/onnxruntime-web/" not in url
+            ]
             errors = [
                 e
                 for e in errors
                 if "/webfonts/" not in str(e)
+                and "/onnxruntime-web/" not in str(e)
                 and "Failed to load resource: net::ERR_FAILED" not in str(e)
             ]
         assert failed == []
