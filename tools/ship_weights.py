@@ -19,6 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from execute_notebooks import cpu_model  # noqa: E402
 
+from tinyformer.atomic import atomic_write  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = Path("src") / "tinyformer" / "weights"
 STEPS = (100, 150, 600)
@@ -48,7 +50,8 @@ def main() -> None:
         "checkpoints": runs,
     }
     text = json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
-    (ROOT / WEIGHTS / "zh_en.json").write_text(text, encoding="utf-8")
+    with atomic_write(ROOT / WEIGHTS / "zh_en.json") as file:  # 打断时旧的来历文件原封不动
+        file.write(text.encode("utf-8"))
 
 
 if __name__ == "__main__":
