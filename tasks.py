@@ -109,7 +109,7 @@ FORCED_CPUS = {
     for name, env in json.loads((ROOT / "tools" / "cpu_configs.json").read_text("utf-8")).items()
     if not name.startswith("_")
 }
-NBVAL = ("--nbval", "--nbval-current-env")
+NBVAL = ("--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg")
 
 
 def timed(label: str, *args: str | os.PathLike, env: dict[str, str] | None = None) -> None:

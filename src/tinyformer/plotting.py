@@ -33,20 +33,22 @@ def setup_chinese_font() -> str:
     matplotlib.rcParams["font.family"] = ["DejaVu Sans", FONT_NAME]
     matplotlib.rcParams["axes.unicode_minus"] = False  # 负号用 ASCII，两种字体都有
     matplotlib.rcParams["svg.hashsalt"] = "tinyformer"  # SVG 输出可复现
-    _inline_figures_at_double_resolution()
+    _inline_figures_as_svg()
     return FONT_NAME
 
 
-def _inline_figures_at_double_resolution() -> None:
-    """在 Jupyter 里把图存成两倍分辨率的 PNG（"retina"）：网页按原尺寸显示，文字和细线在高分屏、
-    放大后都清楚。不在 IPython 内核里（脚本、测试）时什么也不做。"""
+def _inline_figures_as_svg() -> None:
+    """在 Jupyter 里把图存成 SVG：线条和文字是矢量（中文字形转成路径，不依赖读者的字体），任意缩放都清楚，
+    网页、GitHub、Colab 都能直接显示；热力图的像素按数据原样嵌入（每个格子一个像素，不插值），比高分辨率
+    PNG 小得多。``metadata={"Date": None}`` 去掉时间戳，加上 ``svg.hashsalt``，重新执行时输出逐字节相同。
+    不在 IPython 内核里（脚本、测试）时什么也不做。"""
     try:
         from IPython import get_ipython
         from matplotlib_inline.backend_inline import set_matplotlib_formats
     except ImportError:  # 没装 IPython 的环境
         return
     if get_ipython() is not None:
-        set_matplotlib_formats("retina")
+        set_matplotlib_formats("svg", metadata={"Date": None})
 
 
 def plot_heatmap(
@@ -85,7 +87,7 @@ def plot_heatmap(
         raise ValueError(f"matrix must be 2-D, got shape {getattr(data, 'shape', None)}")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.55 * data.shape[1] + 2, 0.5 * data.shape[0] + 1.2))
-    image = ax.imshow(data, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    image = ax.imshow(data, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="none")
     for labels, n, axis in ((row_labels, data.shape[0], "y"), (col_labels, data.shape[1], "x")):
         if labels is None:
             continue
