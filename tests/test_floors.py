@@ -36,9 +36,9 @@ NOT_UNIT = {
 
 
 def floors() -> dict[str, str]:
-    """pyproject.toml 的依赖 -> 下限版本；每个依赖都必须写成 ``名字>=版本``。"""
+    """pyproject.toml 的依赖（连同附加依赖 onnx）-> 下限版本；每个都必须写成 ``名字>=版本``。"""
     result = {}
-    for requirement in PROJECT["dependencies"]:
+    for requirement in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["onnx"]:
         match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([\d.]+)", requirement)
         assert match, f"dependency must read name>=version, got {requirement!r}"
         result[match.group(1).lower()] = match.group(2)

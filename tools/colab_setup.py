@@ -21,8 +21,20 @@ def repository() -> tuple[str, str]:
     return config["repository"]["url"].rstrip("/"), config["repository"]["branch"]
 
 
-def setup_source() -> str:
+# 笔记本里导入了这些模块时，Colab 安装单元格连同 pyproject.toml 里的同名附加依赖一起装
+# （Colab 没有预装 onnx、onnxruntime；包本身不依赖它们）
+EXTRAS = {"onnx": ("import onnx", "import onnxruntime")}
+
+
+def extras_needed(nb) -> tuple[str, ...]:
+    """笔记本的代码单元格用到哪些附加依赖（见 ``EXTRAS``）。"""
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    return tuple(extra for extra, imports in EXTRAS.items() if any(i in code for i in imports))
+
+
+def setup_source(extras: tuple[str, ...] = ()) -> str:
     url, branch = repository()
+    name = f"tinyformer[{','.join(extras)}]" if extras else "tinyformer"
     return (
         "# 只在 Colab 中运行：从 GitHub 安装本书的 tinyformer 包（torch 用 Colab 自带的）。\n"
         "# 在本地、Binder 和 CI 里这个单元格什么也不做。\n"
@@ -31,7 +43,7 @@ def setup_source() -> str:
         'if "google.colab" in sys.modules:\n'
         "    import subprocess\n"
         "\n"
-        f'    package = "tinyformer @ git+{url}@{branch}"\n'
+        f'    package = "{name} @ git+{url}@{branch}"\n'
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)'
     )
 
@@ -40,7 +52,12 @@ def sync_setup_cell(nb) -> None:
     """让笔记本的第一个单元格成为最新的安装单元格（没有就插入一个）。"""
     cells = nb.cells
     if cells and "colab-setup" in cells[0].get("metadata", {}).get("tags", []):
-        cells[0].source = setup_source()
+        cells[0].source = setup_source(extras_needed(nb))
         cells[0].metadata["tags"] = list(TAGS)
     else:
-        cells.insert(0, nbformat.v4.new_code_cell(setup_source(), metadata={"tags": list(TAGS)}))
+        cells.insert(
+            0,
+            nbformat.v4.new_code_cell(
+                setup_source(extras_needed(nb)), metadata={"tags": list(TAGS)}
+            ),
+        )
