@@ -16,7 +16,9 @@
 ``tools/search_zh.js`` 的增量构建会留着旧的副本。``_rewrite_when_assets_change`` 在它们变了时让首页重读，
 静态文件与 language_data.js 随之更新。
 
-结果：网站从 43 MB 降到约 13 MB（tests/test_site_size.py 守着 20 MB 的上限与每页 6 MB 的上限）。
+最后称重（:func:`site_weight`、:func:`page_weight`）：整个网站多重、每一页连同它加载的文件多重，
+把结果填进附录“执行统计”页里的占位元素 ``<span class="site-weight">``（笔记本在构建之前执行，不知道网站
+的大小，所以由构建的最后一步填写）。tests/test_site_size.py 用同样的函数核对上限，并核对页面上写的数。
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import hashlib
 import shutil
 from fnmatch import fnmatch
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
+from bs4 import BeautifulSoup
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -73,12 +77,97 @@ def prune_unrequested(static: Path) -> int:
     return removed
 
 
+# 网站里不算作“网页”的下载：全书 PDF
+DOWNLOADS = {"tinyformer.pdf"}
+# 第 8 章网页翻译器的模型与 WebAssembly 运行时（只有那一页、点了“翻译”才加载；另有 8 MiB 的上限，
+# 见 tests/test_live_translator.py）
+TRANSLATOR_DIRS = ("onnxruntime-web", "translator_model", "live_translator")
+REPORT_PAGE = "chapters/appendix_stats.html"
+
+
+def html_pages(site: Path) -> list[Path]:
+    """网站里的全部 HTML 页面（不含 _static 里的）。"""
+    return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
+
+
+def _local_file(page: Path, url: str) -> Path | None:
+    parsed = urlparse(url)
+    if parsed.scheme or parsed.netloc or not parsed.path:
+        return None
+    path = (page.parent / unquote(parsed.path)).resolve()
+    return path if path.is_file() else None
+
+
+def page_weight(page: Path, site: Path) -> dict[str, int]:
+    """一页的 HTML 与它加载的文件：{相对网站根的路径: 字节}。
+
+    按 HTML 里的引用静态地估计（脚本、样式、图标、预加载、图片），再加上它运行时会加载的 MathJax
+    字体（按用到的字形加载，这里全算上）与控件样式里的图标字体。tests/test_browser.py 在浏览器里按真实的
+    请求再量一遍。
+    """
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    urls = [s["src"] for s in soup.select("script[src]")]
+    urls += [link["href"] for link in soup.select('link[rel~="stylesheet"], link[rel~="icon"]')]
+    urls += [link["href"] for link in soup.select('link[rel="preload"]')]
+    urls += [img["src"] for img in soup.select("img[src]")]
+    files = {page}
+    files |= {f for f in (_local_file(page, u) for u in urls) if f is not None}
+    loaded = " ".join(urls)
+    static = site / "_static"
+    if "mathjax/" in loaded:
+        files |= set((static / "mathjax" / "output").rglob("*.woff"))
+    if "html-manager/" in loaded:
+        files |= set((static / "html-manager").glob("*.woff2"))
+    return {f.relative_to(site).as_posix(): f.stat().st_size for f in files}
+
+
+def site_weight(site: Path) -> tuple[int, int]:
+    """(整个网站的字节数, 其中第 8 章翻译器的字节数)；全书 PDF 是下载，不算。"""
+    files = [p for p in site.rglob("*") if p.is_file() and p.name not in DOWNLOADS]
+    translator = [p for p in files if set(p.relative_to(site).parts) & set(TRANSLATOR_DIRS)]
+    return sum(p.stat().st_size for p in files), sum(p.stat().st_size for p in translator)
+
+
+def weight_report(site: Path) -> str:
+    """“网站 X MB；最重的一页是……，连同它加载的文件 Y MB”。"""
+    weights = {
+        p.relative_to(site).as_posix(): sum(page_weight(p, site).values()) for p in html_pages(site)
+    }
+    heaviest = max(weights, key=weights.get)
+    title = BeautifulSoup((site / heaviest).read_text(encoding="utf-8"), "html.parser").title
+    name = title.get_text().split(" — ")[0].strip() if title else heaviest
+    total, translator = site_weight(site)
+    return (
+        f"整个网站 {total / 1e6:.1f} MB（不算全书 PDF），其中第 8 章网页翻译器的模型与运行时 "
+        f"{translator / 1e6:.1f} MB；最重的一页是“{name}”，连同它加载的文件 {weights[heaviest] / 1e6:.1f} MB"
+    )
+
+
+def fill_report(site: Path) -> None:
+    """把称重结果写进附录页的占位元素（原子地替换文件）。"""
+    page = site / REPORT_PAGE
+    if not page.is_file():
+        return
+    html = page.read_text(encoding="utf-8")
+    marker = '<span class="site-weight">'
+    start = html.find(marker)
+    if start < 0:
+        logger.warning(f"light_pages: {REPORT_PAGE} has no {marker} placeholder")
+        return
+    end = html.index("</span>", start)
+    html = html[: start + len(marker)] + weight_report(site) + html[end:]
+    tmp = page.with_suffix(".html.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(page)
+
+
 def _prune(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    static = Path(app.outdir) / "_static"
-    removed = prune_mathjax(static) + prune_unrequested(static)
+    site = Path(app.outdir)
+    removed = prune_mathjax(site / "_static") + prune_unrequested(site / "_static")
     logger.info(f"light_pages: removed {removed / 1e6:.1f} MB of unrequested files")
+    fill_report(site)
 
 
 def _assets_digest(app) -> str:
