@@ -110,6 +110,7 @@ def page_weight(page: Path, site: Path) -> dict[str, int]:
     urls += [link["href"] for link in soup.select('link[rel~="stylesheet"], link[rel~="icon"]')]
     urls += [link["href"] for link in soup.select('link[rel="preload"]')]
     urls += [img["src"] for img in soup.select("img[src]")]
+    site, page = site.resolve(), page.resolve()
     files = {page}
     files |= {f for f in (_local_file(page, u) for u in urls) if f is not None}
     loaded = " ".join(urls)

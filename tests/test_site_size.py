@@ -60,3 +60,13 @@ def test_page_with_its_assets_is_within_budget(site, name):
     total = sum(files.values())
     heaviest = sorted(files.items(), key=lambda kv: -kv[1])[:3]
     assert total <= PAGE_BUDGET, f"{name}: {total / 1e6:.2f} MB，最重的 {heaviest}"
+
+
+@pytest.mark.parametrize("name", pages())
+def test_only_pages_that_show_a_widget_load_the_widget_manager(site, name):
+    """控件管理器（embed.js，1.9 MB）只给网页上真有控件显示的页面加载：只在内核里有用的控件，
+    单元格标为 remove-output，执行时不存控件状态（tools/execute_notebooks.py 的 shows_a_widget）。"""
+    html = (site / name).read_text(encoding="utf-8")
+    loads_manager = "_static/html-manager/embed.js" in page_weight(site / name, site)
+    shows_widget = 'type="application/vnd.jupyter.widget-view+json"' in html
+    assert loads_manager == shows_widget, (name, loads_manager, shows_widget)

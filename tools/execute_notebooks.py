@@ -41,6 +41,7 @@ from colab_setup import sync_setup_cell  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ID = re.compile(r"[0-9a-f]{32}")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 STATS_FILE = ROOT / "chapters" / "execution_stats.json"
 STATS_NOTEBOOK = ROOT / "chapters" / "appendix_stats.ipynb"
 
@@ -135,6 +136,8 @@ def execute(path: Path) -> tuple[float, int]:
             client.execute_cell(cell, index)
         client.set_widgets_metadata()
     seconds = time.perf_counter() - start
+    if not shows_a_widget(nb):
+        nb.metadata.pop("widgets", None)
     nb.metadata.get("language_info", {}).pop("version", None)
     nb.metadata["kernelspec"] = {
         "display_name": "Python 3",
@@ -151,6 +154,21 @@ def execute(path: Path) -> tuple[float, int]:
         text = nbformat.writes(nbformat.reads(text, as_version=4)) + "\n"
     write_atomically(path, text)
     return seconds, peak
+
+
+def shows_a_widget(nb) -> bool:
+    """网页上是否显示至少一个控件：有控件视图的输出，而且它的单元格没有标 ``remove-output``。
+
+    只在内核里有用、网页上另有不需要内核的替代（“在网页上探索”的 Vega 图、第 8 章的网页翻译器）的
+    控件，单元格标为 ``remove-output``：网页上只显示代码。这样的笔记本不存控件状态，myst-nb 就不给
+    这一页加载 1.9 MB 的控件管理器（embed.js）；在 Jupyter、Colab 里运行时控件照常出现。
+    """
+    return any(
+        WIDGET_VIEW in output.get("data", {})
+        for cell in nb.cells
+        if "remove-output" not in cell.get("metadata", {}).get("tags", [])
+        for output in cell.get("outputs", [])
+    )
 
 
 def write_atomically(path: Path, text: str) -> None:
