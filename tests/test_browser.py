@@ -259,8 +259,9 @@ def test_search_finds_the_chapters_that_teach_a_term(visit, site, term):
     [
         ("chapters/ch00_preface", None),
         ("chapters/ch03_positional_encoding", "mjx-container[display=true] >> visible=true"),
-        ("chapters/ch05_attention", ".widget-vbox >> visible=true"),
-        ("chapters/ch08_translation", ".widget-interact >> visible=true"),
+        ("chapters/ch01_overview", ".widget-interact >> visible=true"),
+        ("chapters/ch05_attention", ".tinyformer-vega >> visible=true"),
+        ("chapters/ch08_translation", ".live-translator >> visible=true"),
         ("chapters/appendix_glossary", None),
     ],
 )
