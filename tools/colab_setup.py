@@ -32,7 +32,9 @@ def setup_source() -> str:
         "    import subprocess\n"
         "\n"
         f'    package = "tinyformer @ git+{url}@{branch}"\n'
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)'
+        "    subprocess.run(\n"
+        '        [sys.executable, "-m", "pip", "install", "-q", package], check=True\n'
+        "    )"
     )
 
 
