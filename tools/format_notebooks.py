@@ -62,6 +62,8 @@ def display_width(text: str) -> int:
 # 不放在行首的标点（跟在前一个字后面）与不放在行尾的标点（跟着后一个字）
 NO_LINE_START = set("，。、；：？！）】》」』”’,.;:?!)]}%")
 NO_LINE_END = set("（【《「『“‘([{")
+# 好的断行处：这些标点之后（注释、文档字符串、切开的字符串都优先在这里断）
+GOOD_BREAK = set("，。；：、！？）”,;:")
 
 
 def _units(text: str) -> list[str]:
@@ -77,21 +79,44 @@ def _units(text: str) -> list[str]:
     return merged
 
 
+def _good_break(unit: str) -> bool:
+    """这一小段之后是好的断行处：标点之后。"""
+    return unit.rstrip()[-1:] in GOOD_BREAK
+
+
 def fill(text: str, room: int) -> list[str]:
     """把一段文字按显示宽度折成几行，每行不超过 ``room`` 列。
 
-    只在汉字之间、西文单词之间断开；标点不放在行首；一个放不下的长单词（网址）自成一行。
+    只在汉字之间、西文单词之间断开，标点不放在行首；行的后三分之一里有标点时在那里断，
+    最后一行只剩几个字时把上一行末尾的一个分句挪下来。一个放不下的长单词（网址）自成一行。
     """
-    lines, current = [], ""
+
+    def width(units: list[str]) -> int:
+        return display_width("".join(units).strip())
+
+    lines: list[list[str]] = []
+    current: list[str] = []
     for unit in _units(text):
-        if current and display_width((current + unit).rstrip()) > room:
-            lines.append(current.rstrip())
-            current = unit.lstrip()
-        else:
-            current += unit
-    if current.strip():
-        lines.append(current.rstrip())
-    return lines
+        if not current or width([*current, unit]) <= room:
+            current.append(unit)
+            continue
+        breaks = [
+            k
+            for k in range(len(current) - 1)
+            if _good_break(current[k]) and width(current[: k + 1]) >= room * 2 // 3
+        ]
+        cut = breaks[-1] + 1 if breaks else len(current)
+        lines.append(current[:cut])
+        current = [*current[cut:], unit]
+    if current:
+        lines.append(current)
+    if len(lines) >= 2 and width(lines[-1]) < room // 4:  # 孤零零的最后几个字
+        previous = lines[-2]
+        for k in reversed(range(len(previous) - 1)):
+            if _good_break(previous[k]) and width(previous[k + 1 :] + lines[-1]) <= room:
+                lines[-2:] = [previous[: k + 1], previous[k + 1 :] + lines[-1]]
+                break
+    return ["".join(line).strip() for line in lines if "".join(line).strip()]
 
 
 def wrap_comment(indent: str, body: str, width: int) -> list[str]:
@@ -133,7 +158,6 @@ def wrap_long_comments(source: str, width: int) -> str:
 
 
 STRING_PREFIX = re.compile(r"^([rRbBfFuU]{0,2})('|\")")
-GOOD_BREAK = set("，。；：、！？）” ,;:")
 
 
 def _string_spans(source: str) -> list[tuple[int, int, int, int]]:
@@ -232,7 +256,7 @@ def split_long_strings(source: str, width: int) -> str:
             fitting = [c for c in cuts if c > begin and display_width(body[begin:c]) <= room]
             if not fitting:
                 break
-            good = [c for c in fitting if body[c - 1] in GOOD_BREAK]
+            good = [c for c in fitting if body[c - 1] in GOOD_BREAK or body[c - 1] == " "]
             cut = (
                 max(good)
                 if good and max(good) - begin > (max(fitting) - begin) // 2
