@@ -48,7 +48,7 @@ def too_wide(text):
 def test_display_width_counts_chinese_as_two_columns():
     assert FORMAT.display_width("abc") == 3
     assert FORMAT.display_width("注意力") == 6
-    assert FORMAT.display_width("（B，T）") == 10  # 全角标点也是两列
+    assert FORMAT.display_width("（B，T）") == 8  # 全角标点也是两列
     assert FORMAT.display_width("é") == 1  # e + 组合附加符号
     assert 60 <= WIDTH <= 100
 
