@@ -3,8 +3,8 @@
     python tools/format_notebooks.py                      # chapters/ 里的全部笔记本
     python tools/format_notebooks.py chapters/ch05_*.ipynb
 
-行宽是 ``chapters/ruff.toml`` 的 ``line-length``（85 列：1366 px 宽的窗口里代码框放得下的等宽字符数，
-汉字按两列计，见那里的说明）。每个笔记本重复下面三步，直到不再变化，再按 ``tools/execute_notebooks.py`` 的写法
+行宽是 ``chapters/ruff.toml`` 的 ``line-length``（83 列：1366 px 宽的窗口里，练习解答框中的
+代码框放得下的等宽字符数，汉字按两列计，见那里的说明）。每个笔记本重复下面三步，直到不再变化，再按 ``tools/execute_notebooks.py`` 的写法
 （``nbformat.writes``）写回，输出、元数据一字不动：
 
 1. 超宽的注释：跟在代码后面的移到那一行的上方（STYLE.md：长注释写在上一行）；独占一行的在原缩进上
