@@ -474,6 +474,27 @@ def test_page_reads_well(read, site, name, view):
     width = page.evaluate("() => document.documentElement.scrollWidth")
     assert width <= VIEWS[view]["viewport"]["width"], f"{name} 在 {view} 上宽 {width}px"
 
+    # 行间公式：宽屏上不超出栏宽（长公式用 aligned 折行）；手机上比栏宽的公式在自己的框里横向滚动
+    formulas = page.eval_on_selector_all(
+        "article mjx-container[display='true']",
+        """els => els.map(m => ({
+            text: m.textContent.slice(0, 40),
+            wider: m.scrollWidth > m.clientWidth + 1,
+            scrolls: ['auto', 'scroll'].includes(getComputedStyle(m).overflowX),
+        }))""",
+    )
+    if view == "phone":
+        assert [f["text"] for f in formulas if f["wider"] and not f["scrolls"]] == []
+    else:
+        assert [f["text"] for f in formulas if f["wider"]] == [], f"{name}: 公式超出栏宽"
+        # 代码在 1366 px 的代码框里不用横向滚动（tools/format_notebooks.py 按这个宽度排版）
+        wide_code = page.eval_on_selector_all(
+            ".cell_input pre",
+            "els => els.filter(e => e.scrollWidth > e.clientWidth + 1)"
+            ".map(e => e.textContent.slice(0, 60))",
+        )
+        assert wide_code == [], f"{name}: 代码超出代码框"
+
     if view == "dark":
         assert page.get_attribute("html", "data-theme") == "dark"
         # 输出区不是浅灰色的面板；图片放在白色卡片里（matplotlib 的图是白底）

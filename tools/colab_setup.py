@@ -43,8 +43,11 @@ def setup_source(extras: tuple[str, ...] = ()) -> str:
         'if "google.colab" in sys.modules:\n'
         "    import subprocess\n"
         "\n"
-        f'    package = "{name} @ git+{url}@{branch}"\n'
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)'
+        f'    repository = "git+{url}@{branch}"\n'
+        f'    package = f"{name} @ {{repository}}"\n'
+        "    subprocess.run(\n"
+        '        [sys.executable, "-m", "pip", "install", "-q", package], check=True\n'
+        "    )"
     )
 
 
