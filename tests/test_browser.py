@@ -50,12 +50,17 @@ def is_notebook(name):
     return (ROOT / f"{name}.ipynb").exists()
 
 
+WIDGET_VIEW_SCRIPT = '<script type="application/vnd.jupyter.widget-view+json"'
+
+
 def notebook(name):
     return json.loads((ROOT / f"{name}.ipynb").read_text(encoding="utf-8"))
 
 
 def has_widgets(name):
-    return is_notebook(name) and bool(notebook(name)["metadata"].get("widgets"))
+    """页面上有没有要画的控件（看构建出的 HTML：只在内核里有用的控件，网页上不显示）。"""
+    page = ROOT / "_build" / "html" / f"{name}.html"
+    return page.exists() and WIDGET_VIEW_SCRIPT in page.read_text(encoding="utf-8")
 
 
 def has_math(name):
