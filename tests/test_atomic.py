@@ -17,17 +17,18 @@ import torch
 
 from tinyformer import Vocab
 from tinyformer.atomic import atomic_write
-from tinyformer.translator import Translator
+from tinyformer.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.translator import new_translator
 
 SRC_VOCAB = Vocab([["我", "明天", "去", "北京", "。"]])
 TGT_VOCAB = Vocab([["i", "will", "go", "to", "beijing", "tomorrow", "."]])
 
 
 def write_old_checkpoint(path):
-    translator = Translator.build(
-        SRC_VOCAB, TGT_VOCAB, d_model=16, num_heads=4, num_layers=1, d_ff=32
+    translator = new_translator(
+        SRC_VOCAB, TGT_VOCAB, seed=0, d_model=16, num_heads=4, num_layers=1, d_ff=32
     )
-    translator.save(path, generation=1)
+    save_checkpoint(translator, path, generation=1)
     return path.read_bytes()
 
 
@@ -69,12 +70,12 @@ def test_refuses_a_directory_or_a_device(tmp_path):
 CHILD = textwrap.dedent(
     """
     import contextlib, resource, runpy, signal, sys, time
-    from tinyformer import translator
+    from tinyformer import checkpoint, cli, translator
 
     mode, out = sys.argv[1], sys.argv[2]
     signal.signal(signal.SIGINT, signal.default_int_handler)  # 后台启动时 SIGINT 可能被忽略
     translator.Translator.evaluate = lambda self, pairs, *a, **k: translator.score(["x"], ["x"])
-    real_atomic_write, real_save = translator.atomic_write, translator.Translator.save
+    real_atomic_write, real_save = checkpoint.atomic_write, checkpoint.save_checkpoint
 
     class SlowFile:  # 写一半，告诉父进程，然后等着被杀
         def __init__(self, file):
@@ -92,15 +93,15 @@ CHILD = textwrap.dedent(
         with real_atomic_write(path) as file:
             yield SlowFile(file)
 
-    def save_on_a_full_disk(self, path, **metrics):  # 文件最多 4096 字节，像磁盘满了一样
+    def save_on_a_full_disk(model, path, **metrics):  # 文件最多 4096 字节，像磁盘满了一样
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # 超限时 write 抛 OSError 而不是杀进程
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
-        real_save(self, path, **metrics)
+        real_save(model, path, **metrics)
 
     if mode == "slow":
-        translator.atomic_write = slow_atomic_write
+        checkpoint.atomic_write = slow_atomic_write
     else:
-        translator.Translator.save = save_on_a_full_disk
+        cli.save_checkpoint = save_on_a_full_disk
     sys.argv = ["tinyformer.train", "--steps", "1", "--no-progress", "--out", out]
     runpy.run_module("tinyformer.train", run_name="__main__")
     """
@@ -126,7 +127,7 @@ def run_child(tmp_path, mode, send=None):
     stdout, stderr = child.communicate(timeout=600)
     # 原来的检查点逐字节不变、仍能读
     assert out.read_bytes() == old
-    assert Translator.load(out).metrics == {"generation": 1}
+    assert load_checkpoint(out).metrics == {"generation": 1}
     return child.returncode, stderr, sorted(p.name for p in tmp_path.iterdir())
 
 

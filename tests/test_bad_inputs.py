@@ -4,7 +4,7 @@
 
 - ``API``：nan/inf、种子范围、dtype 不符、损失的 ignore_index、解码的编号、翻译器……
   → ``ValueError``/``TypeError``，消息写明参数、取值和规则；
-- ``CHECKPOINTS``：坏的或故意构造的检查点文件 → ``Translator.load`` 抛出 **一个**
+- ``CHECKPOINTS``：坏的或故意构造的检查点文件 → ``load_checkpoint`` 抛出 **一个**
   ``ValueError("checkpoint '路径' …")``，在建模型之前；
 - ``TRAIN_CLI``、``TRANSLATE_CLI``：命令行参数 → 非零退出码 + stderr 上恰好一行 ``错误：…``，
   训练开始之前；最后几条真的起子进程跑 ``python -m``，确认没有 traceback。
@@ -35,17 +35,18 @@ from tinyformer import (
     Transformer,
     TransformerConfig,
     Vocab,
-    _cli,
     beam_search,
+    cli,
     greedy_decode,
     scaled_dot_product_attention,
     shift_matrix,
     sinusoidal_encoding,
 )
-from tinyformer import train as train_cli
-from tinyformer import translate as translate_cli
-from tinyformer.training import label_smoothed_cross_entropy, train, warmup_lr
-from tinyformer.translator import Translator
+from tinyformer.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.layers import recording_weights
+from tinyformer.text import ZhTokenizer, detokenize_en, tokenize_zh
+from tinyformer.training import fit_translator, label_smoothed_cross_entropy, train, warmup_lr
+from tinyformer.translator import Translator, new_translator
 
 SRC_VOCAB = Vocab([["我", "明天", "去", "北京", "。"], ["他", "喝", "绿茶", "吗", "？"]])
 TGT_VOCAB = Vocab([["i", "will", "go", "to", "beijing", "tomorrow", "."]])
@@ -53,7 +54,9 @@ C = 16
 
 
 def tiny_translator() -> Translator:
-    return Translator.build(SRC_VOCAB, TGT_VOCAB, d_model=C, num_heads=4, num_layers=1, d_ff=32)
+    return new_translator(
+        SRC_VOCAB, TGT_VOCAB, seed=0, d_model=C, num_heads=4, num_layers=1, d_ff=32
+    )
 
 
 def tiny_model(**overrides) -> Transformer:
@@ -91,12 +94,12 @@ def _translate(sentence, **kwargs):
 
 
 def _save(tmp, **metrics):
-    tiny_translator().save(tmp / "m.pt", **metrics)
+    save_checkpoint(tiny_translator(), tmp / "m.pt", **metrics)
 
 
 def _save_under_a_file(tmp):
     (tmp / "file.txt").write_text("x")
-    tiny_translator().save(tmp / "file.txt" / "m.pt")  # 所在"文件夹"其实是个文件
+    save_checkpoint(tiny_translator(), tmp / "file.txt" / "m.pt")  # 所在"文件夹"其实是个文件
 
 
 LONG = "好" * 40_000  # 4 万个字符：消息里只引用开头
@@ -178,7 +181,7 @@ API = [
      r"^smoothing must be in \[0, 1\), got smoothing=nan$"),
     ("train-batch_size-zero", lambda t: _train(batch_size=0), ValueError,
      r"^batch_size must be a positive integer, got batch_size=0$"),
-    ("build-seed-huge", lambda t: Translator.build(SRC_VOCAB, TGT_VOCAB, seed=2**64), ValueError,
+    ("build-seed-huge", lambda t: new_translator(SRC_VOCAB, TGT_VOCAB, seed=2**64), ValueError,
      r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=18446744073709551616$"),
     # 损失：ignore_index 与 F.cross_entropy 一致，其余编号必须在 [0, V) 内
     ("loss-target-float", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET.float()),
@@ -268,13 +271,29 @@ API = [
      r"^metrics must be numbers or strings, got bleu=tensor\(\[1., 2.\]\) of type Tensor$"),
     ("save-metric-list", lambda t: _save(t, losses=[1.0, 2.0]), TypeError,
      r"^metrics must be numbers or strings, got losses=\[1.0, 2.0\] of type list$"),
-    ("save-to-directory", lambda t: tiny_translator().save(t), ValueError,
+    ("save-to-directory", lambda t: save_checkpoint(tiny_translator(), t), ValueError,
      r"^path must be a regular file, got path='.*'$"),
-    ("save-to-dev-null", lambda t: tiny_translator().save("/dev/null"), ValueError,
+    ("save-to-dev-null", lambda t: save_checkpoint(tiny_translator(), "/dev/null"), ValueError,
      r"^path must be a regular file, got path='/dev/null'$"),
     ("save-under-a-file", lambda t: _save_under_a_file(t), OSError, r"File exists|Not a directory"),
-    ("fit-corpus-type", lambda t: train_cli.fit_translator(corpus=[]), TypeError,
+    ("fit-corpus-type", lambda t: fit_translator(corpus=[]), TypeError,
      r"^corpus must be a TranslationCorpus or None, got list$"),
+    ("save-not-a-translator", lambda t: save_checkpoint(tiny_translator().model, t / "m.pt"), TypeError,
+     r"^translator must be a Translator, got Transformer$"),
+    # 分词器、翻译器的分词规则、留下注意力权重
+    ("zh-tokenizer-split-one-part", lambda t: ZhTokenizer(splits=[("不去",)]), ValueError,
+     r"^splits must hold sequences of at least two non-empty str, got the entry \('不去',\)$"),
+    ("zh-tokenizer-split-empty", lambda t: ZhTokenizer(splits=[("不", "")]), ValueError,
+     r"^splits must hold sequences of at least two non-empty str, got the entry \('不', ''\)$"),
+    ("tokenize-zh-two-modes", lambda t: tokenize_zh("我", cut_all=True, search=True), ValueError,
+     r"^cut_all and search are two different modes; give at most one$"),
+    ("tokenize-zh-bytes", lambda t: ZhTokenizer()(b"x"), TypeError, r"^text must be a str, got bytes$"),
+    ("detokenize-proper-nouns-str", lambda t: detokenize_en(["i"], "Beijing"), TypeError,
+     r"^proper_nouns must be a list of words, not the str 'Beijing'$"),
+    ("translator-tokenizer-not-callable", lambda t: Translator(tiny_translator().model, SRC_VOCAB,
+     TGT_VOCAB, tokenizer="jieba"), TypeError, r"^tokenizer must be callable, got str$"),
+    ("recording-weights-not-a-layer", lambda t: recording_weights(MultiHeadAttention(C, 4)).__enter__(),
+     TypeError, r"^layers must be EncoderLayer or DecoderLayer, got MultiHeadAttention$"),
 ]  # fmt: skip
 
 
@@ -291,7 +310,7 @@ def test_bad_api_input(tmp_path, call, error, message):
 def good_checkpoint(tmp_path_factory):
     """一个好的检查点（dict）；每一行在它的副本上做一处改动。"""
     path = tmp_path_factory.mktemp("good") / "good.pt"
-    tiny_translator().save(path, test_bleu=12.5)
+    save_checkpoint(tiny_translator(), path, test_bleu=12.5)
     return torch.load(path, weights_only=True)
 
 
@@ -343,7 +362,9 @@ def _inf_in_ffn(sd):
 
 
 def _bigger_model_weights(ck):
-    bigger = Translator.build(SRC_VOCAB, TGT_VOCAB, d_model=32, num_heads=4, num_layers=1, d_ff=32)
+    bigger = new_translator(
+        SRC_VOCAB, TGT_VOCAB, seed=0, d_model=32, num_heads=4, num_layers=1, d_ff=32
+    )
     ck["state_dict"] = bigger.model.state_dict()
     return ck
 
@@ -479,12 +500,12 @@ def test_bad_checkpoint_is_refused_before_building_a_model(
 
     def only_on_meta(self, config):  # 真正建模型（不在 meta 设备上）就算失败
         if torch.empty(0).device.type != "meta":
-            pytest.fail("Translator.load built a model from a bad checkpoint")
+            pytest.fail("load_checkpoint built a model from a bad checkpoint")
         real_init(self, config)
 
     monkeypatch.setattr(Transformer, "__init__", only_on_meta)
     with pytest.raises(ValueError) as info:
-        Translator.load(path)
+        load_checkpoint(path)
     text = str(info.value)
     assert text.startswith(f"checkpoint {str(path)!r} ")
     assert "\n" not in text and len(text) < 500
@@ -507,13 +528,15 @@ def test_shape_check_does_not_build_the_model(monkeypatch, tmp_path, good_checkp
     bad["state_dict"]["output.weight"] = bad["state_dict"]["output.weight"][:5]
     torch.save(bad, tmp_path / "bad.pt")
     with pytest.raises(ValueError, match=r"of shape \(5, 16\)"):
-        Translator.load(tmp_path / "bad.pt")
+        load_checkpoint(tmp_path / "bad.pt")
     assert devices == ["meta"]
 
 
 def test_numpy_metrics_are_saved_as_plain_numbers(tmp_path):
-    tiny_translator().save(tmp_path / "m.pt", bleu=np.float64(12.5), steps=np.int64(3), ok=True)
-    metrics = Translator.load(tmp_path / "m.pt").metrics
+    save_checkpoint(
+        tiny_translator(), tmp_path / "m.pt", bleu=np.float64(12.5), steps=np.int64(3), ok=True
+    )
+    metrics = load_checkpoint(tmp_path / "m.pt").metrics
     assert metrics == {"bleu": 12.5, "steps": 3, "ok": True}
     assert type(metrics["bleu"]) is float and type(metrics["steps"]) is int
 
@@ -522,7 +545,7 @@ def test_numpy_metrics_are_saved_as_plain_numbers(tmp_path):
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("cli") / "tiny.pt"
-    tiny_translator().save(path)
+    save_checkpoint(tiny_translator(), path)
     return path
 
 
@@ -543,10 +566,10 @@ def bad_files(tmp_path_factory, good_checkpoint):
     return files
 
 
-def run_cli(module, argv, capsys):
-    """像 ``python -m`` 那样运行（经过 ``_cli.run``），返回 (退出码, stdout, stderr)。"""
+def run_cli(command, argv, capsys):
+    """像 ``python -m`` 那样运行（经过 ``cli.run``），返回 (退出码, stdout, stderr)。"""
     try:
-        code = _cli.run(lambda: module.main(argv))
+        code = cli.run(lambda: command(argv))
     except SystemExit as exit_info:
         code = exit_info.code
     captured = capsys.readouterr()
@@ -638,18 +661,18 @@ def _fill(argv, tmp_path, files):
 
 
 @pytest.mark.parametrize(
-    "module, argv, code, message",
-    [(train_cli, *row[1:]) for row in TRAIN_CLI] + [(translate_cli, *row[1:]) for row in TRANSLATE_CLI],
+    "command, argv, code, message",
+    [(cli.train_main, *row[1:]) for row in TRAIN_CLI] + [(cli.translate_main, *row[1:]) for row in TRANSLATE_CLI],
     ids=[f"train-{row[0]}" for row in TRAIN_CLI] + [f"translate-{row[0]}" for row in TRANSLATE_CLI],
 )  # fmt: skip
 def test_bad_cli_argument_gives_one_line(
-    tmp_path, capsys, monkeypatch, model_file, bad_files, module, argv, code, message
+    tmp_path, capsys, monkeypatch, model_file, bad_files, command, argv, code, message
 ):
     (tmp_path / "file.txt").write_text("x")
     # 训练绝不能开始：参数要在那之前全部检查完
-    monkeypatch.setattr(train_cli, "fit_translator", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr(cli, "fit_translator", lambda *a, **k: pytest.fail("trained"))
     argv = _fill(argv, tmp_path, {"model": model_file, **bad_files})
-    status, out, err = run_cli(module, argv, capsys)
+    status, out, err = run_cli(command, argv, capsys)
     assert status == code
     assert out == ""
     assert err.startswith("错误：") and err.endswith("\n") and err.count("\n") == 1, err

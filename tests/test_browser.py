@@ -546,7 +546,7 @@ def wait_for_live_model(page):
 
 
 def test_live_translator_translates_like_the_cli(visit, shipped_translator):
-    from tinyformer.translation import generate_corpus
+    from tinyformer.corpus import generate_corpus
 
     v = visit(f"{CH08}.html")
     page = v.page

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from tinyformer.corpus import PROPER_NOUNS, generate_corpus
 from tinyformer.export import (
     DecoderStepGraph,
     EncoderGraph,
@@ -18,8 +19,7 @@ from tinyformer.export import (
     greedy_decode_onnx,
 )
 from tinyformer.pretrained import load_translator
-from tinyformer.text import tokenize_en
-from tinyformer.translation import detokenize_en, generate_corpus
+from tinyformer.text import detokenize_en, tokenize_en
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -136,7 +136,7 @@ def test_settings_json_holds_the_vocabularies_and_detokenizer(translator, corpus
                 word = settings["capitalized"].get(tok, tok)
                 words.append(word[:1].upper() + word[1:] if start else word)
             start = tok in settings["sentence_end"]
-        assert " ".join(words) == detokenize_en(tokens)
+        assert " ".join(words) == detokenize_en(tokens, PROPER_NOUNS)
 
 
 def test_export_is_deterministic(translator, exported, tmp_path):

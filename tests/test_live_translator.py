@@ -1,6 +1,6 @@
 """第 8 章网页翻译器的浏览器端脚本（_static_ch08/live_translator/live_translator.js）与它在网站里的文件。
 
-- 分词：用 node 运行网页上的 segment，在全部语料（训练 + 验证 + 测试）上与 jieba（tokenize_zh）逐句相同；
+- 分词：用 node 运行网页上的 segment，在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（corpus.zh_tokenizer）逐句相同；
 - 报错：不认识的词，消息与 Translator.tokenize（命令行打印的）一字不差；
 - 拼句：网页上的 detokenize 与 detokenize_en 相同；热力图的色标与 matplotlib 的 viridis 相同；
 - 网站：模型 + 运行时不超过 8 MB，只有第 8 章的页面引用它们，网站上的模型等于随包权重的新导出。
@@ -18,14 +18,15 @@ import matplotlib
 import pytest
 from conftest import skip_or_fail
 
+from tinyformer.corpus import PROPER_NOUNS, generate_corpus, zh_tokenizer
 from tinyformer.pretrained import load_translator
-from tinyformer.text import SPECIAL_TOKENS, tokenize_en, tokenize_zh
-from tinyformer.translation import (
-    _ATTACH_LEFT,
-    _CAPITALIZED,
-    _SENTENCE_END,
+from tinyformer.text import (
+    ATTACH_LEFT,
+    SENTENCE_END,
+    SPECIAL_TOKENS,
+    capitalization,
     detokenize_en,
-    generate_corpus,
+    tokenize_en,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +77,7 @@ def test_browser_segmentation_equals_jieba_on_the_whole_corpus(node, words):
         {"sentences": sentences, "words": words},
     )
     different = [
-        s for s, tokens in zip(sentences, segmented, strict=True) if tokens != tokenize_zh(s)
+        s for s, tokens in zip(sentences, segmented, strict=True) if tokens != zh_tokenizer(s)
     ]
     assert different == []
 
@@ -114,16 +115,16 @@ def test_browser_detokenize_equals_detokenize_en(node):
     corpus = generate_corpus(seed=0)
     token_lists = [tokenize_en(p.en) for p in corpus.test]
     settings = {
-        "capitalized": _CAPITALIZED,
-        "attach_left": sorted(_ATTACH_LEFT),
-        "sentence_end": sorted(_SENTENCE_END),
+        "capitalized": capitalization(PROPER_NOUNS),
+        "attach_left": sorted(ATTACH_LEFT),
+        "sentence_end": sorted(SENTENCE_END),
     }
     joined = run_js(
         node,
         "data.lists.map(t => m.detokenize(t, data.settings))",
         {"lists": token_lists, "settings": settings},
     )
-    assert joined == [detokenize_en(tokens) for tokens in token_lists]
+    assert joined == [detokenize_en(tokens, PROPER_NOUNS) for tokens in token_lists]
 
 
 def test_heatmap_colours_are_matplotlibs_viridis(node):

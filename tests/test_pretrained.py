@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from tinyformer.corpus import generate_corpus
 from tinyformer.pretrained import STEPS, checkpoint_path, load_translator, provenance
-from tinyformer.translation import generate_corpus
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from tinyformer import Transformer, TransformerConfig
+from tinyformer.corpus import generate_corpus
 from tinyformer.training import (
     encode_pairs,
     iterate_batches,
@@ -15,7 +16,6 @@ from tinyformer.training import (
     train,
     warmup_lr,
 )
-from tinyformer.translation import generate_corpus
 
 BOS, EOS = 2, 3
 EXAMPLES = [([4, 5, 6], [BOS, 7, 8, 9, EOS]), ([5], [BOS, 8, EOS]), ([6, 4], [BOS, 9, 9, EOS])]

@@ -1,22 +1,22 @@
-"""translator.py、train.py、translate.py：检查点存取（weights_only）、词表外的词、交叉注意力、命令行。"""
+"""translator.py、checkpoint.py、cli.py：检查点存取（weights_only）、词表外的词、交叉注意力、命令行。"""
 
 import json
 
 import pytest
 import torch
 
-from tinyformer import Vocab
-from tinyformer import train as train_cli
-from tinyformer import translate as translate_cli
-from tinyformer.translation import Pair
-from tinyformer.translator import Translator
+from tinyformer import Vocab, cli
+from tinyformer.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.corpus import Pair
+from tinyformer.training import fit_translator
+from tinyformer.translator import Translator, new_translator
 
 SRC_VOCAB = Vocab([["我", "明天", "去", "北京", "。"], ["他", "喝", "绿茶", "吗", "？"]])
 TGT_VOCAB = Vocab([["i", "will", "go", "to", "beijing", "tomorrow", "."]])
 
 
 def tiny_translator(seed=0):
-    return Translator.build(
+    return new_translator(
         SRC_VOCAB, TGT_VOCAB, d_model=16, num_heads=4, num_layers=1, d_ff=32, seed=seed
     )
 
@@ -33,8 +33,8 @@ def test_checkpoint_round_trip_gives_identical_translations(tmp_path):
     translator = tiny_translator()
     sentences = ["我明天去北京。", "他喝绿茶吗？"]
     path = tmp_path / "sub" / "model.pt"
-    translator.save(path, test_bleu=12.5)
-    loaded = Translator.load(path)
+    save_checkpoint(translator, path, test_bleu=12.5)
+    loaded = load_checkpoint(path)
     assert loaded.metrics == {"test_bleu": 12.5}
     assert loaded.src_vocab.itos == SRC_VOCAB.itos and loaded.tgt_vocab.itos == TGT_VOCAB.itos
     assert loaded.model.config == translator.model.config
@@ -55,15 +55,15 @@ def test_load_refuses_arbitrary_objects(tmp_path):
         ValueError,
         match=r"evil.pt' holds objects other .* refused by torch.load\(weights_only=True\)",
     ):
-        Translator.load(path)
+        load_checkpoint(path)
 
 
 def test_load_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint at path="):
-        Translator.load(tmp_path / "missing.pt")
+        load_checkpoint(tmp_path / "missing.pt")
     torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="is not a tinyformer translator checkpoint"):
-        Translator.load(tmp_path / "other.pt")
+        load_checkpoint(tmp_path / "other.pt")
 
 
 def test_unknown_words_are_named():
@@ -115,24 +115,22 @@ def test_evaluate_counts_exact_matches():
 
 def test_train_cli_prints_one_json_line_and_saves_a_loadable_checkpoint(tmp_path, capsys):
     out = tmp_path / "m.pt"
-    metrics = train_cli.main(["--steps", "3", "--out", str(out), "--no-progress", "--seed", "1"])
+    metrics = cli.train_main(["--steps", "3", "--out", str(out), "--no-progress", "--seed", "1"])
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1 and json.loads(lines[0]) == metrics
     assert metrics["steps"] == 3 and metrics["seed"] == 1
     assert {"test_exact_match", "test_bleu", "seconds", "train_seconds"} <= metrics.keys()
     assert 0.0 <= metrics["test_exact_match"] <= 1.0
-    assert Translator.load(out).metrics["test_bleu"] == metrics["test_bleu"]
+    assert load_checkpoint(out).metrics["test_bleu"] == metrics["test_bleu"]
 
-    assert translate_cli.main(["--model", str(out), "我明天去北京。", "他爱我。"]) == 2
+    assert cli.translate_main(["--model", str(out), "我明天去北京。", "他爱我。"]) == 2
     captured = capsys.readouterr()
     assert len(captured.out.strip().splitlines()) == 1
     assert "not in the source vocabulary: ['爱']" in captured.err
 
 
 def test_fit_translator_keeps_the_weights_it_reports():
-    translator, history, corpus, best = train_cli.fit_translator(
-        max_steps=4, eval_every=2, progress=False
-    )
+    translator, history, corpus, best = fit_translator(max_steps=4, eval_every=2, progress=False)
     assert history.steps == 4 and best["best_step"] in (2, 4)
     # 报告的验证集分数就是装回模型的那份权重的分数
     assert translator.evaluate(corpus.valid).exact_match == best["best_valid_exact_match"]
@@ -141,12 +139,12 @@ def test_fit_translator_keeps_the_weights_it_reports():
 
 def test_cli_argument_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        train_cli.main(["--steps", "0"])
+        cli.train_main(["--steps", "0"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
         "错误：argument --steps: must be a positive integer, got 0（用 --help 查看用法）\n"
     )
-    assert translate_cli.main(["--model", str(tmp_path / "none.pt"), "我"]) == 2
+    assert cli.translate_main(["--model", str(tmp_path / "none.pt"), "我"]) == 2
     assert "no checkpoint at path=" in capsys.readouterr().err
 
 

@@ -17,7 +17,7 @@
 (function () {
   "use strict";
 
-  // ---- 分词（与 tinyformer.text.tokenize_zh 在语料上相同）----
+  // ---- 分词（与 tinyformer.corpus.zh_tokenizer 在语料上相同）----
 
   /** 正向最大匹配：句子 → 词的列表；不在词表里的连续字符合成一个词，空白被跳过（jieba 也丢掉空白）。 */
   function segment(sentence, words) {
@@ -71,7 +71,7 @@
     );
   }
 
-  /** tinyformer.translation.detokenize_en：标点贴住前一个词，句首、I 和专名大写。 */
+  /** tinyformer.text.detokenize_en：标点贴住前一个词，句首、I 和专名大写。 */
   function detokenize(tokens, settings) {
     const words = [];
     let startOfSentence = true;

@@ -21,6 +21,7 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
+from .checkpoint import load_checkpoint
 from .translator import Translator
 
 __all__ = ["STEPS", "checkpoint_path", "load_translator", "provenance"]
@@ -45,7 +46,7 @@ def load_translator(step: int = 600) -> Translator:
         >>> load_translator().translate("我明天在学校看小说。")
         'I will read novels at school tomorrow.'
     """
-    translator = Translator.load(checkpoint_path(step))
+    translator = load_checkpoint(checkpoint_path(step))
     translator.model.eval()
     return translator
 

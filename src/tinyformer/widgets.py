@@ -10,8 +10,7 @@ import matplotlib.pyplot as plt
 
 from ._checks import check_instance
 from .plotting import plot_heatmap
-from .text import EOS
-from .translation import detokenize_en
+from .text import EOS, detokenize_en
 from .translator import Translator
 
 
@@ -29,7 +28,7 @@ def show_translation(
     except ValueError as err:
         print(f"无法翻译：{err}")
         return None
-    translation = detokenize_en([tok for tok in tgt_tokens if tok != EOS])
+    translation = detokenize_en([tok for tok in tgt_tokens if tok != EOS], translator.proper_nouns)
     print(f"{sentence}  →  {translation}")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.6 * len(src_tokens) + 2.4, 0.42 * len(tgt_tokens) + 1.4))

@@ -1,4 +1,4 @@
-"""translation.py 的测试：确定性、划分、留出搭配、英文形态、jieba 分词、还原句子、词表。
+"""corpus.py 的测试：确定性、划分、留出搭配、英文形态、jieba 分词、还原句子、词表。
 
 形态检查用的是测试里手写的英语知识（下面的 ENGLISH_VERBS 和人称规则），不是从被测模块
 的输出里抄来的期望值。
@@ -12,16 +12,17 @@ import sys
 
 import pytest
 
-from tinyformer.text import tokenize_en, tokenize_zh
-from tinyformer.translation import (
+from tinyformer.corpus import (
     HELD_OUT,
     MOODS,
+    PROPER_NOUNS,
     Pair,
     all_pairs,
-    detokenize_en,
     generate_corpus,
     is_held_out,
+    zh_tokenizer,
 )
+from tinyformer.text import detokenize_en, tokenize_en, tokenize_zh
 
 # 英语动词：原形 → (第三人称单数, 过去式)，按英语语法独立写出，用来核对生成的句子。
 ENGLISH_VERBS = {
@@ -88,14 +89,14 @@ def test_same_seed_same_corpus_other_seed_other_split(corpus):
 
 def test_independent_of_python_hash_seed(corpus):
     # 子进程换一个哈希种子重新生成。为了快，子进程不执行 tinyformer/__init__.py（它导入
-    # torch），而是把包目录当作命名空间直接导入 translation（它只依赖 text）。
-    package_dir = os.path.dirname(sys.modules["tinyformer.translation"].__file__)
+    # torch），而是把包目录当作命名空间直接导入 corpus（它只依赖 text）。
+    package_dir = os.path.dirname(sys.modules["tinyformer.corpus"].__file__)
     code = (
         "import hashlib, sys, types\n"
         "package = types.ModuleType('tinyformer')\n"
         f"package.__path__ = [{package_dir!r}]\n"
         "sys.modules['tinyformer'] = package\n"
-        "from tinyformer.translation import generate_corpus\n"
+        "from tinyformer.corpus import generate_corpus\n"
         "c = generate_corpus(seed=0)\n"
         "text = '\\n'.join(f'{n}\\t{p.zh}\\t{p.en}' for n in ('train', 'valid', 'test')"
         " for p in getattr(c, n))\n"
@@ -159,12 +160,12 @@ def test_held_out_parts_and_words_seen_in_train(corpus):
 def test_vocab_from_train_only_covers_test(corpus):
     src_vocab, tgt_vocab = corpus.build_vocabs()
     for p in corpus.valid + corpus.test:
-        assert src_vocab.unknown(tokenize_zh(p.zh)) == []
+        assert src_vocab.unknown(zh_tokenizer(p.zh)) == []
         assert tgt_vocab.unknown(tokenize_en(p.en)) == []
     # 只用训练集：把训练集换成一句话，词表就只剩这句话的词
     tiny = dataclasses.replace(corpus, train=corpus.train[:1])
     src_tiny, tgt_tiny = tiny.build_vocabs()
-    assert len(src_tiny) == 4 + len(set(tokenize_zh(corpus.train[0].zh)))
+    assert len(src_tiny) == 4 + len(set(zh_tokenizer(corpus.train[0].zh)))
     assert len(tgt_tiny) == 4 + len(set(tokenize_en(corpus.train[0].en)))
 
 
@@ -287,15 +288,16 @@ def test_moods_and_i_capitalized(pairs):
 def test_jieba_segments_every_sentence_as_the_grammar_intends(pairs):
     for p in pairs:
         assert "".join(p.zh_words) == p.zh
-        assert tokenize_zh(p.zh) == list(p.zh_words), p.zh
+        assert zh_tokenizer(p.zh) == list(p.zh_words), p.zh
 
 
 def test_negation_is_its_own_word():
-    # 导入 translation 后，“不/没 + 单字动词”总被切开
-    assert tokenize_zh("他们明天不去学校。") == ["他们", "明天", "不", "去", "学校", "。"]
-    assert tokenize_zh("我们不吃苹果。") == ["我们", "不", "吃", "苹果", "。"]
-    assert tokenize_zh("他昨天没买衣服。") == ["他", "昨天", "没", "买", "衣服", "。"]
-    assert tokenize_zh("我爱北京天安门") == ["我", "爱", "北京", "天安门"]
+    # 语料的分词器总把“不/没 + 单字动词”切开；本书通用的 tokenize_zh（jieba 的默认词典）不受影响
+    assert zh_tokenizer("他们明天不去学校。") == ["他们", "明天", "不", "去", "学校", "。"]
+    assert zh_tokenizer("我们不吃苹果。") == ["我们", "不", "吃", "苹果", "。"]
+    assert zh_tokenizer("他昨天没买衣服。") == ["他", "昨天", "没", "买", "衣服", "。"]
+    assert zh_tokenizer("我爱北京天安门") == ["我", "爱", "北京", "天安门"]
+    assert tokenize_zh("他们明天不去学校。") == ["他们", "明天", "不去", "学校", "。"]
 
 
 # ---------------------------------------------------------------- 还原英文句子
@@ -304,15 +306,18 @@ def test_negation_is_its_own_word():
 def test_detokenize_round_trip(pairs):
     for p in pairs:
         tokens = tokenize_en(p.en)
-        assert detokenize_en(tokens) == p.en
-        assert tokenize_en(detokenize_en(tokens)) == tokens
+        assert detokenize_en(tokens, PROPER_NOUNS) == p.en
+        assert tokenize_en(detokenize_en(tokens, PROPER_NOUNS)) == tokens
 
 
 def test_detokenize_rules():
-    assert detokenize_en(["i", "will", "go", "to", "beijing", "tomorrow", "."]) == (
+    assert detokenize_en(["i", "will", "go", "to", "beijing", "tomorrow", "."], ["Beijing"]) == (
         "I will go to Beijing tomorrow."
     )
-    assert detokenize_en(["does", "mary", "study", "english", "?"]) == "Does Mary study English?"
+    assert detokenize_en(["does", "mary", "study", "english", "?"], PROPER_NOUNS) == (
+        "Does Mary study English?"
+    )
+    assert detokenize_en(["i", "went", "to", "beijing", "."]) == "I went to beijing."
     assert detokenize_en(["he", "didn't", "go", ".", "she", "went", "."]) == (
         "He didn't go. She went."
     )

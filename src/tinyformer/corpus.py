@@ -1,4 +1,4 @@
-"""中译英任务的数据：由一个小语法离线生成的平行语料（第 8 章讲解）。
+"""中译英任务的数据：由一个小语法离线生成的平行语料（第 8 章 8.1、8.2 节讲解）。
 
 第 8 章要在 CPU 上几分钟内训练出一个真正的中译英 Transformer，并在 *从没见过的句子* 上
 评估它。本模块不下载任何东西，而是用一个小语法把所有句子枚举出来：
@@ -24,30 +24,24 @@
 验证集则从其余句子里随机抽取，与训练集同分布。
 
 **分词**：语法里每个中文词条用空格标出 jieba 应当切出的词（如 ``"我 的 朋友"``、
-``"学生 们"``、``"在家"``），测试逐句检查 ``tokenize_zh`` 的结果与语法的词序列完全一致。
+``"学生 们"``、``"在家"``），测试逐句检查 ``zh_tokenizer`` 的结果与语法的词序列完全一致。
 词都选成 jieba 默认词典能按意图切开的：像“喝茶”“看书”“踢足球”这类会被粘成一个词、
 加“了”后又拆开的动宾组合，特意没有选用；“小红”“李华”会和后面的动词粘在一起
 （“小红去”），所以人名用“小明”“玛丽”。唯一躲不开的是否定词：jieba 会把“不去”“不吃”
 “没买”粘成一个词，而“不”“没”要随时态译成 don't/doesn't/won't/didn't，必须单独成词。
-所以本模块在导入时对 ``JIEBA_SPLITS`` 里的每个“否定词 + 单字动词”调用一次
-``jieba.suggest_freq((否定词, 动词), tune=True)``（jieba 文档中强制切开的办法）。
-这会改动 jieba 的全局词典：导入本模块之后，别处的 ``tokenize_zh`` 也会把这几个组合切开。
+所以语料有自己的分词器 ``zh_tokenizer``（:class:`~tinyformer.text.ZhTokenizer`）：它把
+``JIEBA_SPLITS`` 里的每个“否定词 + 单字动词”强制切开，只改它自己的 jieba 词典，第一次分词时
+才建好。词表、训练数据和翻译器都用它；``tinyformer.tokenize_zh`` 与 jieba 的全局词典不受影响。
 """
 
 from __future__ import annotations
 
 import functools
 import random
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tinyformer.text import Vocab, tokenize_en, tokenize_zh
-
-with warnings.catch_warnings():
-    # 同 text.py：旧版 setuptools 上 jieba 导入 pkg_resources 会告警，静默之。
-    warnings.simplefilter("ignore")
-    import jieba
+from .text import Vocab, ZhTokenizer, detokenize_en, tokenize_en
 
 # ---------------------------------------------------------------------------------------
 # 词典。中文键里的空格标出词的边界（jieba 应切出的词）；句子里去掉空格。
@@ -141,17 +135,16 @@ MOODS = ("affirmative", "negative", "question")
 
 # 否定词“不”“没”必须单独成词，因为它们随时态译成 don't/doesn't/won't/didn't。jieba 却会把
 # 它们和后面的单字动词粘在一起：“不吃”是词典里的词，“不去”“没买”是 HMM 新词发现的结果。
-# ``jieba.suggest_freq((a, b), tune=True)`` 是 jieba 文档里“强制切开”的办法：把 a+b 的词频
-# 调到不高于 a、b 分开时的概率，并禁止 HMM 把它们合并。这里对每个否定词 × 单字动词都这样做。
-# 注意：这改的是 jieba 的全局词典；导入本模块后，任何地方的 tokenize_zh 都会切开这些组合。
+# ``ZhTokenizer(splits=...)`` 用 jieba 文档里“强制切开”的办法（``suggest_freq``）把每个
+# 否定词 × 单字动词切开，但只改语料自己的分词器 ``zh_tokenizer``，不改 jieba 的全局词典。
 JIEBA_SPLITS: tuple[tuple[str, str], ...] = tuple(
     (negation, verb)
     for negation in ("不", "没")
     for verb in dict.fromkeys(action.split()[0] for action in ACTIONS)
     if len(verb) == 1
 )
-for _segment in JIEBA_SPLITS:
-    jieba.suggest_freq(_segment, tune=True)
+zh_tokenizer = ZhTokenizer(splits=JIEBA_SPLITS)
+"""语料的中文分词器：jieba 的默认词典 + 切开 ``JIEBA_SPLITS``（词表、训练、翻译器都用它）。"""
 
 # 留出的搭配：(槽位, 值, 槽位, 值)。槽位是 Pair 的字段名，值是不带空格的中文（mood 除外）。
 # 含有任一搭配的句子只出现在测试集里。
@@ -167,19 +160,20 @@ HELD_OUT: tuple[tuple[str, str, str, str], ...] = (
 
 _SLOTS = ("subject", "time", "mood", "action", "place")
 
-# 英文里要大写的词：I 和词典里本来就大写的专名（Beijing、Xiaoming、Chinese ……）。
-_CAPITALIZED: dict[str, str] = {
-    word.lower(): word
-    for phrase in [
-        *(english for english, _ in SUBJECTS.values()),
-        *PLACES.values(),
-        *(english for english, _ in ACTIONS.values()),
-    ]
-    for word in phrase.split()
-    if word[0].isupper()
-}
-_ATTACH_LEFT = {".", ",", "?", "!", ";", ":"}  # 紧贴前一个词的标点
-_SENTENCE_END = {".", "?", "!"}
+# 英文里要大写的专名（I 以外）：词典里本来就大写的词（Beijing、Xiaoming、Chinese ……），交给
+# ``detokenize_en(tokens, PROPER_NOUNS)`` 还原大小写。
+PROPER_NOUNS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        word
+        for phrase in [
+            *(english for english, _ in SUBJECTS.values()),
+            *PLACES.values(),
+            *(english for english, _ in ACTIONS.values()),
+        ]
+        for word in phrase.split()
+        if word[0].isupper() and word != "I"
+    )
+)
 
 
 def _surface(key: str) -> str:
@@ -194,7 +188,7 @@ class Pair:
     参数:
         zh: 中文句子，如 ``"我明天在学校看小说。"``。
         en: 英文句子，如 ``"I will read novels at school tomorrow."``。
-        zh_words: 语法给出的中文词序列，``tokenize_zh(zh)`` 应当与之完全相同。
+        zh_words: 语法给出的中文词序列，``zh_tokenizer(zh)`` 应当与之完全相同。
         subject, time, action, place: 各槽位的中文（无空格；没有时间词或地点时为 ``""``）。
         mood: ``"affirmative"``（肯定）、``"negative"``（否定）或 ``"question"``（疑问）。
 
@@ -213,43 +207,6 @@ class Pair:
     mood: str = field(repr=False)
     action: str = field(repr=False)
     place: str = field(repr=False)
-
-
-def detokenize_en(tokens: Sequence[str]) -> str:
-    """把小写的英文词元拼回句子：标点贴住前一个词，句首、I 和专名大写。
-
-    与 ``tokenize_en`` 互逆：对语料里的句子 ``s``，
-    ``tokenize_en(detokenize_en(tokenize_en(s))) == tokenize_en(s)``。
-    模型的输出先经 ``Vocab.decode(..., strip_special=True)`` 去掉特殊词元，再用它拼成句子
-    交给 sacreBLEU。
-
-    参数:
-        tokens: 词元列表，如 ``['i', 'will', 'go', 'to', 'beijing', 'tomorrow', '.']``。
-
-    返回:
-        一个字符串。
-
-    例子::
-
-        >>> detokenize_en(["i", "will", "go", "to", "beijing", "tomorrow", "."])
-        'I will go to Beijing tomorrow.'
-        >>> detokenize_en(["does", "mary", "study", "chinese", "?"])
-        'Does Mary study Chinese?'
-    """
-    if isinstance(tokens, str):
-        raise TypeError(f"tokens must be a list of tokens, not the str {tokens!r}")
-    words: list[str] = []
-    start_of_sentence = True
-    for tok in tokens:
-        if tok in _ATTACH_LEFT and words:
-            words[-1] += tok
-        else:
-            word = _CAPITALIZED.get(tok, tok)
-            if start_of_sentence:
-                word = word[:1].upper() + word[1:]
-            words.append(word)
-        start_of_sentence = tok in _SENTENCE_END
-    return " ".join(words)
 
 
 def _make_pair(subject: str, time: str, mood: str, action: str, place: str) -> Pair:
@@ -294,7 +251,7 @@ def _make_pair(subject: str, time: str, mood: str, action: str, place: str) -> P
 
     return Pair(
         zh="".join(zh_words),
-        en=detokenize_en(en_tokens),
+        en=detokenize_en(en_tokens, PROPER_NOUNS),
         zh_words=tuple(zh_words),
         subject=_surface(subject),
         time=time,
@@ -401,7 +358,7 @@ class TranslationCorpus:
     seed: int
 
     def build_vocabs(self, min_freq: int = 1) -> tuple[Vocab, Vocab]:
-        """只用训练集建源语言（中文，``tokenize_zh``）和目标语言（英文，``tokenize_en``）词表。
+        """只用训练集建源语言（中文，``zh_tokenizer``）和目标语言（英文，``tokenize_en``）词表。
 
         参数:
             min_freq: 传给 ``Vocab``（默认 1）。
@@ -415,7 +372,7 @@ class TranslationCorpus:
             >>> len(src_vocab), len(tgt_vocab)
             (61, 94)
         """
-        src_vocab = Vocab((tokenize_zh(p.zh) for p in self.train), min_freq=min_freq)
+        src_vocab = Vocab((zh_tokenizer(p.zh) for p in self.train), min_freq=min_freq)
         tgt_vocab = Vocab((tokenize_en(p.en) for p in self.train), min_freq=min_freq)
         return src_vocab, tgt_vocab
 
@@ -434,7 +391,7 @@ class TranslationCorpus:
         pairs = self.train + self.valid + self.test
         lines = [
             f"训练 {len(self.train)} 句，验证 {len(self.valid)} 句，测试 {len(self.test)} 句",
-            # zh_words 与 tokenize_zh 的结果相同（测试逐句检查），省去再跑一遍 jieba
+            # zh_words 与 zh_tokenizer 的结果相同（测试逐句检查），省去再跑一遍 jieba
             f"最长：中文 {max(len(p.zh_words) for p in pairs)} 个词，"
             f"英文 {max(len(tokenize_en(p.en)) for p in pairs)} 个词（不含 <bos>/<eos>）",
             "测试集 = 含以下任一搭配的句子（训练、验证集中没有）：",
