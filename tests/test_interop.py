@@ -2,8 +2,17 @@
 
 import pytest
 import torch
+from torch import nn
 
-from tinyformer import DecoderLayer, EncoderLayer, LayerNorm, MultiHeadAttention, copy_from_torch
+from tinyformer import (
+    DecoderLayer,
+    EncoderLayer,
+    LayerNorm,
+    MultiHeadAttention,
+    causal_mask,
+    copy_from_torch,
+)
+from tinyformer.interop import copy_from_fused_qkv, copy_to_fused_qkv
 
 C, H, D_FF = 16, 4, 32
 
@@ -78,3 +87,50 @@ def test_mismatches_raise_clear_errors(make, error, message):
     ours, theirs = make()
     with pytest.raises(error, match=message):
         copy_from_torch(ours, theirs)
+
+
+# ---------------------------------------------------------------- GPT 风格的融合投影 c_attn
+
+
+def _fused_reference(c_attn, c_proj, x, num_heads, mask):
+    """minGPT 的写法，独立于本包：c_attn 一次算出 Q、K、V，交给 torch 的 F.scaled_dot_product_attention。"""
+    B, T, C = x.shape
+    q, k, v = c_attn(x).split(C, dim=2)  # (B, T, 3C) -> 3 个 (B, T, C)
+    q, k, v = (t.view(B, T, num_heads, C // num_heads).transpose(1, 2) for t in (q, k, v))
+    y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, D)
+    return c_proj(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
+
+
+def test_copy_from_fused_qkv_computes_the_gpt_style_attention():
+    torch.manual_seed(0)
+    C, H, T = 16, 4, 6
+    c_attn, c_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+    ours = copy_from_fused_qkv(MultiHeadAttention(C, H), c_attn, c_proj).eval()
+    x, mask = torch.randn(2, T, C), causal_mask(T)
+    with torch.no_grad():
+        expected = _fused_reference(c_attn, c_proj, x, H, mask)
+        torch.testing.assert_close(ours(x, x, x, mask=mask)[0], expected, atol=1e-6, rtol=1e-5)
+
+
+def test_copy_to_fused_qkv_is_the_inverse():
+    torch.manual_seed(1)
+    ours = MultiHeadAttention(16, 4)
+    c_attn, c_proj = copy_to_fused_qkv(ours, nn.Linear(16, 48), nn.Linear(16, 16))
+    back = copy_from_fused_qkv(MultiHeadAttention(16, 4), c_attn, c_proj)
+    for (name, a), b in zip(ours.state_dict().items(), back.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_fused_qkv_bad_inputs():
+    ours = MultiHeadAttention(16, 4)
+    with pytest.raises(
+        ValueError,
+        match=r"^c_attn must be nn.Linear\(C, 3C\) with C = d_model = 16, got weight of shape \(32, 16\)$",
+    ):
+        copy_from_fused_qkv(ours, nn.Linear(16, 32), nn.Linear(16, 16))
+    with pytest.raises(TypeError, match=r"^c_proj must be a Linear, got ReLU$"):
+        copy_to_fused_qkv(ours, nn.Linear(16, 48), nn.ReLU())
+    with pytest.raises(
+        ValueError, match=r"^c_attn.q_proj.bias: one side has it and the other does not"
+    ):
+        copy_from_fused_qkv(ours, nn.Linear(16, 48, bias=False), nn.Linear(16, 16))
