@@ -37,7 +37,6 @@ from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .cache import KVCache
 from .compare import agree, magnitude
 from .decoding import beam_search, greedy_decode
-from .device import default_device
 from .embedding import TokenEmbedding
 from .feedforward import NewGELU, PositionWiseFFN
 from .gpt import GPT, GPTConfig
@@ -82,6 +81,5 @@ __all__ = [
     # 工具
     "agree",
     "magnitude",
-    "default_device",
     "copy_from_torch",
 ]
