@@ -13,7 +13,7 @@
    图标由 ``css/all.min.css`` 与 woff2 字体画出；没用的 ttf 字体也删掉。
 
 另外：Sphinx 7.4 只在有页面要重写时才复制静态文件，只改了 ``_theme/site.css`` 或
-``tools/search_zh.js`` 的增量构建会留着旧的副本。``_rewrite_when_assets_change`` 在它们变了时让首页重读，
+``_ext/search_zh.js`` 的增量构建会留着旧的副本。``_rewrite_when_assets_change`` 在它们变了时让首页重读，
 静态文件与 language_data.js 随之更新。
 
 结果：网站从 43 MB 降到约 13 MB（tests/test_site_size.py 守着 20 MB 的上限与每页 6 MB 的上限）。
@@ -86,7 +86,7 @@ def _assets_digest(app) -> str:
     root = Path(app.confdir)
     folders = [root / p for p in app.config.html_static_path if not str(p).startswith("_vendor")]
     files = sorted(f for d in folders for f in d.rglob("*") if f.is_file())
-    files.append(root / "tools" / "search_zh.js")
+    files.append(root / "_ext" / "search_zh.js")
     digest = hashlib.sha256()
     for path in files:
         if path.is_file():

@@ -11,7 +11,7 @@ embed-amd.js 为了兼容 ipywidgets 7 另外打包了一份 7.x 的 base 与 co
 不需要 require.js。有控件的页面因此轻了约 2.6 MB（issue 12 第 6 条；tests/test_site_size.py）。tarball 由 npm 客户端从 npm 注册表取得（`npm pack`），
 用下表固定的 sha512 校验后只解出需要的文件。已解出且校验值相同时不再联网。
 
-    python tools/web_assets.py        tasks.py book 在构建前会运行它
+    python -m tools.web_assets        tasks.py book 在构建前会运行它
 """
 
 import base64

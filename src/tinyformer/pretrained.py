@@ -5,7 +5,7 @@
 后面的分析（译错的句子、早期检查点、束搜索、交叉注意力）都读这里的权重：它们是用文档里的命令
 训练一次得到的，推理在任何 CPU 上都给出同样的译文。
 
-权重由 ``python tools/ship_weights.py`` 生成，它运行::
+权重由 ``python -m tools.ship_weights`` 生成，它运行::
 
     python -m tinyformer.train --steps 100 --seed 0 --out src/tinyformer/weights/zh_en_step100.pt
     python -m tinyformer.train --steps 150 --seed 0 --out src/tinyformer/weights/zh_en_step150.pt

@@ -15,20 +15,13 @@ import textwrap
 import pytest
 import torch
 
-from tinyformer import Vocab
+from tests.kit import tiny_translator
 from tinyformer.atomic import atomic_write
 from tinyformer.checkpoint import load_checkpoint, save_checkpoint
-from tinyformer.translator import new_translator
-
-SRC_VOCAB = Vocab([["我", "明天", "去", "北京", "。"]])
-TGT_VOCAB = Vocab([["i", "will", "go", "to", "beijing", "tomorrow", "."]])
 
 
 def write_old_checkpoint(path):
-    translator = new_translator(
-        SRC_VOCAB, TGT_VOCAB, seed=0, d_model=16, num_heads=4, num_layers=1, d_ff=32
-    )
-    save_checkpoint(translator, path, generation=1)
+    save_checkpoint(tiny_translator(), path, generation=1)
     return path.read_bytes()
 
 

@@ -22,8 +22,12 @@ import sys
 import numpy as np
 import pytest
 import torch
-from test_checks import BAD_INPUTS as CONSTRUCTOR_AND_FORWARD_INPUTS
 
+from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB
+from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB
+from tests.kit import tiny_transformer as tiny_model
+from tests.kit import tiny_translator
+from tests.unit.test_checks import BAD_INPUTS as CONSTRUCTOR_AND_FORWARD_INPUTS
 from tinyformer import (
     GPT,
     EncoderLayer,
@@ -33,8 +37,6 @@ from tinyformer import (
     PositionalEncoding,
     PositionWiseFFN,
     Transformer,
-    TransformerConfig,
-    Vocab,
     beam_search,
     cli,
     greedy_decode,
@@ -48,30 +50,7 @@ from tinyformer.text import ZhTokenizer, detokenize_en, tokenize_zh
 from tinyformer.training import fit_translator, label_smoothed_cross_entropy, train, warmup_lr
 from tinyformer.translator import Translator, new_translator
 
-SRC_VOCAB = Vocab([["我", "明天", "去", "北京", "。"], ["他", "喝", "绿茶", "吗", "？"]])
-TGT_VOCAB = Vocab([["i", "will", "go", "to", "beijing", "tomorrow", "."]])
-C = 16
-
-
-def tiny_translator() -> Translator:
-    return new_translator(
-        SRC_VOCAB, TGT_VOCAB, seed=0, d_model=C, num_heads=4, num_layers=1, d_ff=32
-    )
-
-
-def tiny_model(**overrides) -> Transformer:
-    kwargs = dict(
-        src_vocab_size=12,
-        tgt_vocab_size=12,
-        d_model=C,
-        num_heads=4,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        d_ff=32,
-        max_len=20,
-    )
-    torch.manual_seed(0)
-    return Transformer(TransformerConfig(**{**kwargs, **overrides})).eval()
+C = 16  # tiny_transformer、tiny_translator 的 d_model
 
 
 def tiny_gpt() -> GPT:

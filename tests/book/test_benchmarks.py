@@ -6,11 +6,12 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+from tests.kit import ROOT
+
+BENCHMARKS = ROOT / "benchmarks"
 
 
 @pytest.mark.parametrize(

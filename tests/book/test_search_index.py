@@ -1,20 +1,20 @@
 """网页搜索能找到本书的复合术语：检查构建出的 ``_build/html/searchindex.js``（不构建）。
 
-``tools/search_dict.py`` 由术语表生成 jieba 用户词典，Sphinx 才不会把“位置编码”切成“位置”“编码”。
+``_ext/search_dict.py`` 由术语表生成 jieba 用户词典，Sphinx 才不会把“位置编码”切成“位置”“编码”。
 浏览器里的搜索框不分词（``searchtools.js`` 的 ``splitQuery`` 只按标点、空白切），整词“位置编码”
 必须是索引里的一个键。先运行 ``python3 tasks.py book``；没有构建结果时跳过，CI（``CI=true``，
 先构建、再测试）里则算失败。
 """
 
-import importlib.util
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from _ext import search_dict
+from tests.kit import ROOT
+
 GLOSSARY = ROOT / "chapters" / "appendix_glossary.md"
 
 # 术语 -> 讲解它的章节（必须都在这个词的索引条目里）
@@ -31,16 +31,6 @@ EXPECTED = {
     "交叉注意力": ["ch07_encoder_decoder"],
     "束搜索": ["ch08_translation"],  # 第 8 章并入之后才检查（见 _expected_docs）
 }
-
-
-def _load_search_dict():
-    spec = importlib.util.spec_from_file_location("search_dict", ROOT / "tools" / "search_dict.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-search_dict = _load_search_dict()
 
 
 @pytest.fixture(scope="module")

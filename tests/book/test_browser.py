@@ -20,18 +20,19 @@ from urllib.parse import quote, unquote, urlparse
 
 import pytest
 import yaml
-from conftest import load_tool, skip_or_fail
+
+from tests.kit import ROOT, skip_or_fail
+from tools import book_pdf
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 PAGES = [TOC["root"]] + re.findall(
     r"file:\s*([^\s#]+)", (ROOT / "_toc.yml").read_text(encoding="utf-8")
 )
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM_ARGS = load_tool("book_pdf").CHROMIUM_ARGS  # 与打印全书 PDF 用同一组参数
+CHROMIUM_ARGS = book_pdf.CHROMIUM_ARGS  # 与打印全书 PDF 用同一组参数
 
 # 搜索词 -> 结果里必须有的页面（通配符；还没有这一页时不检查，例如尚未写成的第 8 章）
 SEARCHES = {
@@ -291,7 +292,7 @@ VIEWS = {
     "dark": {"viewport": {"width": 1366, "height": 900}, "color_scheme": "dark"},
 }
 
-# 短语查询 -> 结果里必须有的页面；浏览器里按术语词典与索引分词（tools/search_zh.js）
+# 短语查询 -> 结果里必须有的页面；浏览器里按术语词典与索引分词（_ext/search_zh.js）
 PHRASES = {
     "位置编码的公式": ["chapters/ch03_*"],
     "多头注意力怎么算": ["chapters/ch05_*"],
@@ -437,7 +438,7 @@ def search_results(page):
 
 @pytest.mark.parametrize("phrase", PHRASES)
 def test_phrase_search_finds_the_chapters(read, site, phrase):
-    """不带空格的一句话也能搜：浏览器按同一部词典切分查询（tools/search_zh.js）。"""
+    """不带空格的一句话也能搜：浏览器按同一部词典切分查询（_ext/search_zh.js）。"""
     v = read(f"search.html?q={quote(phrase)}")
     results = search_results(v.page)
     found = {name for name, _ in results}

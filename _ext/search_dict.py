@@ -21,7 +21,7 @@
 
 查询一侧用同一个词典：浏览器里的搜索框只按空白和标点切词，“位置编码的公式”整串是一个词，什么也
 找不到。本扩展把中文的搜索语言换成 ``SearchChineseWithDictionary``：索引照旧由 jieba 切，网页的
-``language_data.js`` 里多一段 ``tools/search_zh.js``（连同这个词典），在浏览器里按正向最大匹配切查询，
+``language_data.js`` 里多一段 ``_ext/search_zh.js``（连同这个词典），在浏览器里按正向最大匹配切查询，
 并让讲术语的章节排在附录前面、摘要里的公式显示成纯文本。
 """
 
@@ -107,7 +107,7 @@ SEARCH_SCRIPT = Path(__file__).with_name("search_zh.js")
 
 
 class SearchChineseWithDictionary(SearchChinese):
-    """Sphinx 的中文搜索，外加浏览器一侧的查询分词（``tools/search_zh.js``），词典与索引的相同。"""
+    """Sphinx 的中文搜索，外加浏览器一侧的查询分词（``_ext/search_zh.js``），词典与索引的相同。"""
 
     def init(self, options: dict[str, str]) -> None:
         super().init(options)

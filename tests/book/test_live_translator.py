@@ -12,12 +12,11 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import matplotlib
 import pytest
-from conftest import skip_or_fail
 
+from tests.kit import ROOT, skip_or_fail
 from tinyformer.corpus import PROPER_NOUNS, generate_corpus, zh_tokenizer
 from tinyformer.pretrained import load_translator
 from tinyformer.text import (
@@ -29,7 +28,6 @@ from tinyformer.text import (
     tokenize_en,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "_static_ch08" / "live_translator" / "live_translator.js"
 BUDGET = 8 * 1024 * 1024  # 模型 + 运行时，字节
 # 这些路径只许出现在第 8 章的页面里

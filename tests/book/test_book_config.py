@@ -1,6 +1,5 @@
 """书的配置：仓库地址只有一个出处，启动按钮、各章的 Colab 安装单元格、README 都与它一致。"""
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -11,19 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.kit import ROOT
+from tools import colab_setup, execute_notebooks, readme_commands
+
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 
 
-def _load_tool(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-colab_setup = _load_tool("colab_setup")
-readme_commands = _load_tool("readme_commands")
 TOC_FILES = re.findall(r"file:\s*([^\s#]+)", (ROOT / "_toc.yml").read_text(encoding="utf-8"))
 ROOT_FILE = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
 NOTEBOOKS = sorted(
@@ -98,7 +90,7 @@ def test_ci_runs_the_readme_commands():
     commands = readme_commands.readme_commands()
     assert commands == ["python3 tasks.py book", "python3 tasks.py test"]
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "tools/readme_commands.py" in ci
+    assert "python3 -m tools.readme_commands" in ci
     # 网站与浏览器测试读构建好的网站：先构建（第 1 条），再测试（第 2 条）
     assert ci.index('bash -c "${commands[0]}"') < ci.index('bash -c "${commands[1]}"')
     assert "apt-get install -y chromium fonts-noto-cjk" in ci
@@ -164,7 +156,6 @@ def test_over_budget_list_is_not_stale():
 
 
 def test_execution_stats_merge_updates_only_the_executed_notebooks(tmp_path, monkeypatch):
-    execute_notebooks = _load_tool("execute_notebooks")
     monkeypatch.setattr(execute_notebooks, "STATS_FILE", tmp_path / "stats.json")
     execute_notebooks.record_stats({"a.ipynb": {"seconds": 1.0}, "b.ipynb": {"seconds": 2.0}})
     execute_notebooks.record_stats({"b.ipynb": execute_notebooks.stats_entry(3.04, 123_456_789)})
@@ -188,7 +179,6 @@ def test_few_cells_have_output_checks_off():
 
 def test_peak_rss_reads_the_high_water_mark_of_a_process():
     """峰值内存读的是进程的高水位：分配过又释放的内存也算在内。"""
-    execute_notebooks = _load_tool("execute_notebooks")
     code = "b = bytearray(200_000_000); del b; import sys; sys.stdin.read()"
     child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)
     try:

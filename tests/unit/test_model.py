@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.kit import padded_ids, tiny_transformer
 from tinyformer import KVCache, Transformer, TransformerConfig, causal_mask, padding_mask
 
 B, T, S, C, H = 2, 5, 7, 16, 4
@@ -14,30 +15,16 @@ V_SRC, V_TGT = 20, 24
 
 
 def _model(norm_first=False, **overrides):
-    kwargs = dict(
-        src_vocab_size=V_SRC,
-        tgt_vocab_size=V_TGT,
-        d_model=C,
-        num_heads=H,
-        num_encoder_layers=2,
-        num_decoder_layers=2,
-        d_ff=32,
-        dropout=0.0,
-        max_len=16,
-        norm_first=norm_first,
-    )
-    kwargs.update(overrides)
-    torch.manual_seed(0)
-    return Transformer(TransformerConfig(**kwargs)).eval()
+    return tiny_transformer(
+        src_vocab_size=V_SRC, tgt_vocab_size=V_TGT, num_encoder_layers=2, num_decoder_layers=2,
+        max_len=16, norm_first=norm_first, **overrides,
+    )  # fmt: skip
 
 
 def _batch():
-    g = torch.Generator().manual_seed(1)
-    src = torch.randint(3, V_SRC, (B, S), generator=g)
-    tgt = torch.randint(3, V_TGT, (B, T), generator=g)
-    src[1, -3:] = PAD
+    src = padded_ids((S, S - 3), V_SRC, PAD, seed=1)  # (B, S)，第二句末尾 3 个填充
+    tgt = padded_ids((T, T - 2), V_TGT, PAD, seed=2)  # (B, T)，第二句末尾 2 个填充
     tgt[:, 0] = BOS
-    tgt[1, -2:] = PAD
     return src, tgt
 
 

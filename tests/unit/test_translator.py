@@ -5,20 +5,14 @@ import json
 import pytest
 import torch
 
-from tinyformer import Vocab, cli
+from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB
+from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB
+from tests.kit import tiny_translator
+from tinyformer import cli
 from tinyformer.checkpoint import load_checkpoint, save_checkpoint
 from tinyformer.corpus import Pair
 from tinyformer.training import fit_translator
-from tinyformer.translator import Translator, new_translator
-
-SRC_VOCAB = Vocab([["我", "明天", "去", "北京", "。"], ["他", "喝", "绿茶", "吗", "？"]])
-TGT_VOCAB = Vocab([["i", "will", "go", "to", "beijing", "tomorrow", "."]])
-
-
-def tiny_translator(seed=0):
-    return new_translator(
-        SRC_VOCAB, TGT_VOCAB, d_model=16, num_heads=4, num_layers=1, d_ff=32, seed=seed
-    )
+from tinyformer.translator import Translator
 
 
 def test_build_is_reproducible_and_sized_by_the_vocabularies():

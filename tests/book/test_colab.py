@@ -24,11 +24,12 @@ import venv
 from pathlib import Path
 
 import pytest
-from conftest import load_tool
 
-ROOT = Path(__file__).resolve().parents[1]
-repository = load_tool("colab_setup").repository
-toc_notebooks = load_tool("execute_notebooks").toc_notebooks
+from tests.kit import ROOT
+from tools import colab_setup, execute_notebooks
+
+repository = colab_setup.repository
+toc_notebooks = execute_notebooks.toc_notebooks
 
 # Colab 预装的、与本书有关的包（torch 用本机能装的版本）
 COLAB_PACKAGES = ["torch==2.13.0", "ipywidgets==7.7.1", "ipykernel", "matplotlib", "numpy", "tqdm"]

@@ -13,7 +13,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from bs4 import BeautifulSoup
-from conftest import SITE
+
+from tests.kit import SITE
 
 SITE_BUDGET = 30_000_000  # issue 12 要求 20 MB：两倍分辨率的图让 _images 和 _sources 里的笔记本都变大了，还没做到
 PAGE_BUDGET = (

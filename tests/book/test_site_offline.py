@@ -4,12 +4,10 @@
 几处：第三方库代码里从不被请求的默认值。是否真的什么都不从外部取，由 test_browser.py 在浏览器里核对。
 """
 
-import importlib.util
 import re
 from fnmatch import fnmatch
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tools import web_assets
 
 # CDN 的主机名：常见的公共 CDN，以及任何 cdn.* 子域名（cdn.jsdelivr.net、cdn.mathjax.org、cdn.plot.ly……）
 CDN_URL = re.compile(
@@ -100,9 +98,6 @@ def test_pinned_web_assets_are_the_versions_myst_nb_would_load_from_a_cdn():
     """require.js 与 myst-nb 默认的版本相同；控件管理器是同一大版本里更新、更小的一版。"""
     from myst_nb.core.config import ipywidgets_js_factory
 
-    spec = importlib.util.spec_from_file_location("web_assets", ROOT / "tools" / "web_assets.py")
-    web_assets = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(web_assets)
     defaults = " ".join(ipywidgets_js_factory())
     for name, (version, integrity, _, _) in web_assets.PACKAGES.items():
         cdn_name = {"requirejs": "require.js"}.get(name, name)  # cdnjs 上 requirejs 叫 require.js

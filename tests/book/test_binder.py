@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.kit import ROOT
+
 BINDER = ROOT / "binder"
 # 只发布了源码包（没有轮子）的依赖：为别的 Python 解析时 pip 不许构建源码包，只能单独 --no-deps 解析
 SDIST_ONLY = {"jieba"}

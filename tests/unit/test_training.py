@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinyformer import Transformer, TransformerConfig
+from tests.kit import tiny_transformer
 from tinyformer.corpus import generate_corpus
 from tinyformer.training import (
     encode_pairs,
@@ -145,19 +145,7 @@ def test_warmup_lr_errors():
 
 
 def tiny_model():
-    config = TransformerConfig(
-        src_vocab_size=10,
-        tgt_vocab_size=10,
-        d_model=16,
-        num_heads=4,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        d_ff=32,
-        dropout=0.0,
-        max_len=20,
-    )
-    torch.manual_seed(0)
-    return Transformer(config)
+    return tiny_transformer(src_vocab_size=10, tgt_vocab_size=10).train()
 
 
 def test_training_is_reproducible_and_fits_a_tiny_set():

@@ -7,14 +7,12 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
-from conftest import load_tool, skip_or_fail
 
-ROOT = Path(__file__).resolve().parents[1]
-book_pdf = load_tool("book_pdf")
+from tests.kit import ROOT, skip_or_fail
+from tools import book_pdf
 
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 DOCS = [TOC["root"]] + [c["file"] for part in TOC["parts"] for c in part["chapters"]]

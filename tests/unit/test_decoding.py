@@ -5,25 +5,18 @@ import itertools
 import pytest
 import torch
 
-from tinyformer import Transformer, TransformerConfig, padding_mask
+from tests.kit import tiny_transformer
+from tinyformer import padding_mask
 from tinyformer.decoding import beam_search, greedy_decode, length_penalty
 
 BOS, EOS, PAD = 2, 3, 0
 
 
 def make_model(tgt_vocab_size=12, seed=0, max_len=80):
-    torch.manual_seed(seed)
-    config = TransformerConfig(
-        src_vocab_size=10,
-        tgt_vocab_size=tgt_vocab_size,
-        d_model=16,
-        num_heads=4,
-        num_encoder_layers=2,
-        num_decoder_layers=2,
-        d_ff=32,
-        max_len=max_len,
-    )
-    return Transformer(config).eval()
+    return tiny_transformer(
+        seed, src_vocab_size=10, tgt_vocab_size=tgt_vocab_size, num_encoder_layers=2,
+        num_decoder_layers=2, dropout=0.1, max_len=max_len,
+    )  # fmt: skip
 
 
 # 第二句有填充：源端填充掩码必须一路传到交叉注意力

@@ -3,16 +3,14 @@
 import pytest
 import torch
 
-from tinyformer import GPT, GPTConfig, KVCache
+from tests.kit import tiny_gpt
+from tinyformer import GPTConfig, KVCache
 
 B, T, C, H, V = 2, 5, 16, 4, 30
 
 
 def _model(**overrides):
-    kwargs = dict(vocab_size=V, max_len=16, d_model=C, num_heads=H, num_layers=2)
-    kwargs.update(overrides)
-    torch.manual_seed(0)
-    return GPT(GPTConfig(**kwargs)).eval()
+    return tiny_gpt(**{"vocab_size": V, "d_model": C, "num_heads": H, **overrides})
 
 
 def _ids():

@@ -1,16 +1,14 @@
 """tinyformer.explorers：各章探索器的数据是对的、控件的每个取值都有数据、图里嵌的就是这份数据。"""
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import altair as alt
 import pytest
 
+from tests.kit import ROOT
 from tinyformer import explorers, sinusoidal_encoding
-
-ROOT = Path(__file__).resolve().parents[1]
+from tools import web_assets
 
 
 def bound_params(chart) -> dict:
@@ -189,9 +187,6 @@ def test_chart_data_fits_the_budget():
 
 
 def test_site_ships_the_vega_versions_altair_targets():
-    spec = importlib.util.spec_from_file_location("web_assets", ROOT / "tools" / "web_assets.py")
-    web_assets = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(web_assets)
     versions = {name: v[0] for name, v in web_assets.VEGA_PACKAGES.items()}
     assert versions["vega-lite"] == alt.VEGALITE_VERSION
     assert versions["vega"].split(".")[0] == alt.VEGA_VERSION

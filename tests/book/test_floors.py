@@ -14,25 +14,14 @@ import subprocess
 import sys
 import tomllib
 import venv
-from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.kit import ROOT
+
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 TORCH_HERE = "2.13.0"  # 本机能装的 torch（见 requirements.txt）
-# 本包的单元测试：与模块一一对应的那些（网站、浏览器、配置、PDF 与这些慢测试不算）
-NOT_UNIT = {
-    "test_binder.py",
-    "test_book_config.py",
-    "test_book_pdf.py",
-    "test_browser.py",
-    "test_colab.py",
-    "test_floors.py",
-    "test_search_index.py",
-    "test_site_offline.py",
-}
 
 
 def floors() -> dict[str, str]:
@@ -81,7 +70,7 @@ def test_unit_tests_pass_with_the_floor_versions(tmp_path):
     installed = {p["name"].lower(): p["version"] for p in json.loads(listed.stdout)}
     for name, version in pins.items():
         assert Version(installed[name]) == Version(version), (name, installed[name])
-    tests = sorted(p for p in (ROOT / "tests").glob("test_*.py") if p.name not in NOT_UNIT)
+    tests = sorted((ROOT / "tests" / "unit").glob("test_*.py"))  # 本包的单元测试
     result = subprocess.run(
         [python, "-m", "pytest", "-q", "--tb=short", "--disable-warnings", "-p", "no:cacheprovider"]
         + ["-o", "addopts=", *tests],

@@ -12,7 +12,8 @@ import re
 
 import pytest
 from bs4 import BeautifulSoup, NavigableString
-from conftest import SITE
+
+from tests.kit import SITE
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\u3001-\u303f\uff01-\uffef"
 CJK_SPACE_CJK = re.compile(rf"[{HAN}][ \t\r\n]+[{HAN}]")

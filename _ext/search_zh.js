@@ -1,5 +1,5 @@
 /*
- * 搜索页的中文分词、排序与摘要（tools/search_dict.py 把它连同术语词典写进 language_data.js）。
+ * 搜索页的中文分词、排序与摘要（_ext/search_dict.py 把它连同术语词典写进 language_data.js）。
  *
  * 1. 分词。Sphinx 的 searchtools.js 只按空白和标点切查询，“位置编码的公式”是一个词，索引里没有。
  *    这里按正向最大匹配切汉字串：词典是术语表生成的 jieba 用户词典（索引正是用它切的），加上索引
