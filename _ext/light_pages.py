@@ -4,7 +4,7 @@
 
 1. MathJax。sphinx-mathjax-offline 把整个 MathJax 3.2.2（24 MB：各种组合包、SVG 输出、朗读引擎
    sre……）复制进网站，页面只加载 ``tex-chtml.js`` 和它的 CHTML 字体（在无头 Chromium 里逐页
-   量过，tests/test_browser.py 每次都再量）。另外留下 TeX 的扩展包：公式里一旦用到
+   量过，tests/book/test_browser.py 每次都再量）。另外留下 TeX 的扩展包：公式里一旦用到
    ``\\boldsymbol`` 这类命令，MathJax 的 autoload 会按需加载它们。MathJax 右键菜单里的朗读与
    探索功能（a11y、sre）因此不可用。
 2. 主题的翻译目录（``_static/locales``：sphinx-book-theme 把全部语言的 .po/.mo 当静态文件复制）。
@@ -16,7 +16,7 @@
 ``_ext/search_zh.js`` 的增量构建会留着旧的副本。``_rewrite_when_assets_change`` 在它们变了时让首页重读，
 静态文件与 language_data.js 随之更新。
 
-结果：网站从 43 MB 降到约 13 MB（tests/test_site_size.py 守着 20 MB 的上限与每页 6 MB 的上限）。
+结果：网站从 43 MB 降到约 13 MB（tests/book/test_site_size.py 守着 20 MB 的上限与每页 6 MB 的上限）。
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@
 
 ``sphinx.search.zh`` 按当前工作目录解析这个路径，而且文件不存在时不报错、悄悄不用；所以
 这里把它换成绝对路径。词典内容变了（术语有增删）时，所有页面重新读入，索引才会用新词典重切。
-``tests/test_search_index.py`` 检查构建出的 ``searchindex.js`` 里确实有这些整词。
+``tests/book/test_search_index.py`` 检查构建出的 ``searchindex.js`` 里确实有这些整词。
 
 查询一侧用同一个词典：浏览器里的搜索框只按空白和标点切词，“位置编码的公式”整串是一个词，什么也
 找不到。本扩展把中文的搜索语言换成 ``SearchChineseWithDictionary``：索引照旧由 jieba 切，网页的

@@ -11,7 +11,7 @@
  *    这里先把公式换成读得懂的纯文本（d_model），去掉页面的按钮、打印用的目录、代码与输出，
  *    并把连续的空白并成一个空格，摘要就是一段正文。
  *
- * 第 1 条在 Node 里由 tests/test_search_index.py 运行，第 1–3 条由 tests/test_browser.py 在浏览器里检查。
+ * 第 1 条在 Node 里由 tests/book/test_search_index.py 运行，第 1–3 条由 tests/book/test_browser.py 在浏览器里检查。
  */
 
 var TINYFORMER_DICTIONARY = new Set(/*DICTIONARY*/ []);
@@ -144,7 +144,7 @@ function tinyformerPatchExcerpts() {
   };
 }
 
-// 网页上 searchtools.js 先于本文件加载，Search 已经有了；tests/test_search_index.py 把两个文件拼成
+// 网页上 searchtools.js 先于本文件加载，Search 已经有了；tests/book/test_search_index.py 把两个文件拼成
 // 一个脚本在 Node 里运行，那时 Search 还在暂时性死区里，摘要也用不到
 try {
   tinyformerPatchExcerpts();

@@ -51,30 +51,26 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"错误：{message}（用 --help 查看用法）\n")
 
 
+def _parsed(text: str, convert, rule: str, ok, shown=None):
+    """``convert(text)``，再要求 ``ok(值)``；不满足时报 ``must be {rule}, got …``（给 argparse 的 type=）。"""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {shorten(text)}") from None
+    if not ok(value):
+        got = shown(value) if shown else shorten(text)
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {got}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """正整数，如 ``--steps``、``--beam-size``。"""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a positive integer, got {shorten(text)}"
-        ) from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+    return _parsed(text, int, "a positive integer", lambda value: value > 0, shown=str)
 
 
 def finite_positive_float(text: str) -> float:
     """有限的正数，如 ``--seconds``（``inf`` 会永远训练下去，``nan`` 会在最后才出错）。"""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a finite positive number, got {shorten(text)}"
-        ) from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {shorten(text)}")
-    return value
+    return _parsed(text, float, "a finite positive number", lambda value: 0 < value < math.inf)
 
 
 def seed(text: str) -> int:

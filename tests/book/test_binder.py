@@ -5,7 +5,7 @@
 
 - torch 以外的固定版本都能从包索引为 runtime.txt 的 Python 解析出来；
 - torch 的 CPU 版来自 PyTorch 的 CPU 索引，CI 连不到它，所以只核对版本与 requirements.txt 一致
-  （tests/test_book_config.py 的 test_binder_pins_the_same_torch_as_requirements）。
+  （tests/book/test_book_config.py 的 test_binder_pins_the_same_torch_as_requirements）。
 
 要联网解析（约半分钟），标为 slow：python3 tasks.py doors 运行它。
 """

@@ -127,7 +127,7 @@ class Visit:
 
     def weight(self, site):
         """本页加载的全部文件的字节数（按网站里的文件大小算）。"""
-        # 第 8 章网页翻译器的模型和 WebAssembly 运行时另有上限（≤ 8 MB，tests/test_live_translator.py）
+        # 第 8 章网页翻译器的模型和 WebAssembly 运行时另有上限（≤ 8 MB，tests/book/test_live_translator.py）
         paths = [p for p in self.paths if "onnxruntime" not in p and "live_translator" not in p]
         files = [site / unquote(p).lstrip("/") for p in paths]
         return sum(f.stat().st_size for f in files if f.is_file())
@@ -498,7 +498,7 @@ def test_page_reads_well(read, site, name, view):
 # ---------------------------------------------------------------------------------------
 # 第 8 章：在浏览器里翻译（onnxruntime-web）。译文与命令行 python -m tinyformer.translate
 # --model <随包发布的检查点> 相同（期望值用同一个检查点的 Python API 算）；不认识的词报同样的错；
-# 画出热力图。另见 tests/test_live_translator.py（分词、大小、只在本章加载）。
+# 画出热力图。另见 tests/book/test_live_translator.py（分词、大小、只在本章加载）。
 # ---------------------------------------------------------------------------------------
 
 CH08 = "chapters/ch08_translation"

@@ -5,7 +5,7 @@
 - 拼句：网页上的 detokenize 与 detokenize_en 相同；热力图的色标与 matplotlib 的 viridis 相同；
 - 网站：模型 + 运行时不超过 8 MB，只有第 8 章的页面引用它们，网站上的模型等于随包权重的新导出。
 
-浏览器里真的翻译，见 tests/test_browser.py 末尾的一节。没有 node 时跳过（CI 里失败）。
+浏览器里真的翻译，见 tests/book/test_browser.py 末尾的一节。没有 node 时跳过（CI 里失败）。
 """
 
 import json

@@ -3,7 +3,7 @@
 - 整个网站 ≤ 20 MB（_ext/light_pages.py 删掉页面从不加载的 MathJax 组件、主题翻译目录、source map 与
   FontAwesome 的 JS；控件管理器用 embed.js，见 tools/web_assets.py）；
 - 每一页连同它引用的脚本、样式、图片，以及它运行时会加载的 MathJax 与控件字体 ≤ 6 MB。这里按 HTML
-  里的引用静态地估计；tests/test_browser.py 在浏览器里按真实请求再量一遍。
+  里的引用静态地估计；tests/book/test_browser.py 在浏览器里按真实请求再量一遍。
 
 没有构建结果时跳过，CI（CI=true）里失败（conftest.py 的 site）。
 """

@@ -7,12 +7,17 @@ from tinyformer import KVCache, MultiHeadAttention, causal_mask
 B, T, S, C, H = 2, 5, 7, 16, 4
 
 
-def test_incremental_self_attention_equals_full_causal_attention():
+def _causal_self_attention():
+    """(注意力, 输入 x (B, T, C), 整段带因果掩码的输出, 空缓存)。"""
     torch.manual_seed(0)
     mha = MultiHeadAttention(C, H).eval()
     x = torch.randn(B, T, C)
     full, _ = mha(x, x, x, mask=causal_mask(T))
-    cache = KVCache()
+    return mha, x, full, KVCache()
+
+
+def test_incremental_self_attention_equals_full_causal_attention():
+    mha, x, full, cache = _causal_self_attention()
     steps = [
         mha(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=cache)[0] for t in range(T)
     ]
@@ -24,11 +29,7 @@ def test_incremental_self_attention_equals_full_causal_attention():
 
 def test_chunked_prefill_then_single_steps():
     # 先一次送入 3 个词元（需要带偏移的因果掩码），再逐个送入
-    torch.manual_seed(0)
-    mha = MultiHeadAttention(C, H).eval()
-    x = torch.randn(B, T, C)
-    full, _ = mha(x, x, x, mask=causal_mask(T))
-    cache = KVCache()
+    mha, x, full, cache = _causal_self_attention()
     first, _ = mha(x[:, :3], x[:, :3], x[:, :3], mask=causal_mask(3), cache=cache)
     rest = [
         mha(

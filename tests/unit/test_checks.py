@@ -6,6 +6,7 @@ _checks.py 里的每条规则在这里至少被一种真实的误用触发一次
 import pytest
 import torch
 
+from tests.kit import tiny_transformer_config
 from tinyformer import (
     GPT,
     DecoderLayer,
@@ -18,7 +19,6 @@ from tinyformer import (
     PositionWiseFFN,
     TokenEmbedding,
     Transformer,
-    TransformerConfig,
     causal_mask,
     padding_mask,
     scaled_dot_product_attention,
@@ -40,18 +40,8 @@ def _x(*shape):
 
 
 def _small_transformer_config(**overrides):
-    kwargs = dict(
-        src_vocab_size=20,
-        tgt_vocab_size=20,
-        d_model=C,
-        num_heads=H,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        d_ff=32,
-        max_len=8,
-    )
-    kwargs.update(overrides)
-    return TransformerConfig(**kwargs)
+    kwargs = dict(src_vocab_size=20, tgt_vocab_size=20, d_model=C, num_heads=H, dropout=0.1)
+    return tiny_transformer_config(**{**kwargs, "max_len": 8, **overrides})
 
 
 def _small_gpt(**overrides):

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.kit import padded_ids, tiny_transformer
-from tinyformer import KVCache, Transformer, TransformerConfig, causal_mask, padding_mask
+from tinyformer import KVCache, TransformerConfig, causal_mask, padding_mask
 
 B, T, S, C, H = 2, 5, 7, 16, 4
 PAD, BOS, EOS = 0, 1, 2
@@ -133,19 +133,9 @@ def _greedy(model, src, steps):
 
 def test_overfits_a_copy_task_and_greedy_decoding_reproduces_the_input():
     V, L, steps = 13, 6, 300
-    config = TransformerConfig(
-        src_vocab_size=V,
-        tgt_vocab_size=V,
-        d_model=64,
-        num_heads=4,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        d_ff=128,
-        dropout=0.0,
-        max_len=16,
-    )
-    torch.manual_seed(0)
-    model = Transformer(config)
+    model = tiny_transformer(
+        src_vocab_size=V, tgt_vocab_size=V, d_model=64, d_ff=128, max_len=16
+    ).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
     # 预热 20 步再线性降到 0：末尾学习率小，训练不会在最后一步突然跳开
     schedule = torch.optim.lr_scheduler.LambdaLR(
