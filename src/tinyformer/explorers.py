@@ -628,8 +628,8 @@ def checkpoint_data(num_sentences: int = 12, beam_size: int = 4) -> dict[str, li
     - ``tokens``：``key``（"s-step-r" 或 "s-c"）、``label``（"序号:词元"）
     - ``translations``：``s``、``step``、``decoding``、``text``、``correct``（是否等于参考译文）
     """
+    from .corpus import generate_corpus
     from .pretrained import STEPS, load_translator
-    from .translation import generate_corpus
 
     check_positive_int("num_sentences", num_sentences)
     check_positive_int("beam_size", beam_size)

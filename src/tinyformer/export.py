@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import check_instance, check_positive_int
+from .layers import recording_weights
 from .masks import padding_mask
 from .model import Transformer
 from .text import ATTACH_LEFT, SENTENCE_END, capitalization
@@ -105,12 +106,9 @@ class DecoderStepGraph(nn.Module):
         # 而 causal_mask 要求 T 是 Python 整数（它检查参数）；这样写出来的图对任意 T 都成立。
         positions = torch.arange(tgt.shape[1], device=tgt.device)  # (T,)
         tgt_mask = positions[None, :] <= positions[:, None]  # (1, T) <= (T, 1) -> (T, T)
-        last.need_weights = True
-        try:
+        with recording_weights(last):
             logits = self.model.decode(tgt, memory, memory_mask, tgt_mask)  # (B, T, V)
-            weights = last.cross_attn_weights  # (B, H, T, S)
-        finally:
-            last.need_weights = False
+        weights = last.cross_attn_weights  # (B, H, T, S)
         return logits[:, -1], weights.mean(dim=1)  # (B, V), (B, H, T, S) -> (B, T, S)
 
 
