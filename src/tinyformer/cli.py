@@ -250,6 +250,14 @@ COMMANDS = {"train": train_main, "translate": translate_main}
 def main(argv: Sequence[str] | None = None):
     """``python -m tinyformer.cli {train,translate} ...``：把其余参数交给子命令。"""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(
+            "usage: python -m tinyformer.cli {train,translate} [args]\n"
+            "  train      训练中译英模型（= python -m tinyformer.train）\n"
+            "  translate  用检查点翻译（= python -m tinyformer.translate）\n"
+            "每个子命令的参数见 python -m tinyformer.cli train --help 等。"
+        )
+        return 0
     if not argv or argv[0] not in COMMANDS:
         Parser(prog="python -m tinyformer.cli").error(
             f"the first argument must be a command, one of {list(COMMANDS)}, "

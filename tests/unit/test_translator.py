@@ -166,3 +166,18 @@ def test_show_translation_plots_known_words_and_explains_unknown_ones(capsys, mo
     widget = translation_explorer(translator, "我明天去北京。")
     assert widget.children[0].value == "我明天去北京。"
     plt.close("all")
+
+
+def test_cli_main_dispatches_to_the_sub_commands(tmp_path, capsys, monkeypatch):
+    seen = []
+    monkeypatch.setitem(cli.COMMANDS, "translate", lambda argv: seen.append(argv) or 0)
+    assert cli.main(["translate", "--model", "m.pt", "我"]) == 0
+    assert seen == [["--model", "m.pt", "我"]]
+    assert cli.main(["--help"]) == 0 and "{train,translate}" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bogus"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "错误：the first argument must be a command, one of ['train', 'translate'], "
+        "got 'bogus'（用 --help 查看用法）\n"
+    )
