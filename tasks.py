@@ -87,19 +87,19 @@ def setup() -> None:
 
 def book() -> None:
     # 固定版本的网页脚本（控件管理器、vega、onnxruntime-web），放进 _vendor/
-    timed("网页脚本", PY, "tools/web_assets.py")
+    timed("网页脚本", PY, "-m", "tools.web_assets")
     strict = ("-W", "-n", "--keep-going")  # 警告即错误
     timed("构建", BIN / "jupyter-book", "build", ".", "--builder", "html", *strict)
     # 全书 PDF：网页的下载菜单链接 _build/html/tinyformer.pdf。没有 chromium 时跳过（链接暂时无效）
     start = time.perf_counter()
-    if subprocess.run([PY, "tools/book_pdf.py"], cwd=ROOT).returncode not in (0, 2):
+    if subprocess.run([PY, "-m", "tools.book_pdf"], cwd=ROOT).returncode not in (0, 2):
         sys.exit("全书 PDF 没有生成")
     print(f"[用时] 全书 PDF：{time.perf_counter() - start:.0f} 秒", flush=True)
     print(f"\n书已构建：{ROOT / '_build' / 'html' / 'index.html'}")
 
 
 def pdf() -> None:
-    run(PY, "tools/book_pdf.py")
+    run(PY, "-m", "tools.book_pdf")
 
 
 # 存下的输出必须是数学的事实，而不是某一种 CPU 的事实：除了本机的原生配置，再在几种强制的 CPU 配置下
@@ -138,7 +138,7 @@ def test(*pytest_args: str) -> None:
 
 
 def execute(*notebooks: str) -> None:
-    run(PY, "tools/execute_notebooks.py", *notebooks)
+    run(PY, "-m", "tools.execute_notebooks", *notebooks)
 
 
 def dev() -> None:

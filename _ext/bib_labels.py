@@ -4,7 +4,7 @@
 默认的参考文献样式（pybtex 的 alpha 标签）却把条目标成“[VSP+17]”，读者对不上号。这里注册一个 pybtex
 样式 ``author_year``：标签与正文引用同一写法（一位作者“Ba, 2016”，两位“Ioffe and Szegedy, 2015”，
 三位及以上“Vaswani et al., 2017”；同名同年的加 a、b 区分），条目按作者、年份排序。
-``_config.yml`` 的 ``bibtex_default_style: author_year`` 选用它；tests/test_site_typography.py 检查
+``_config.yml`` 的 ``bibtex_default_style: author_year`` 选用它；tests/book/test_site_typography.py 检查
 参考文献页的每个标签都在正文的引用里出现过。
 """
 

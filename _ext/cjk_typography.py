@@ -12,7 +12,7 @@
 
 两件事都只改文档树里的文字节点，不碰源文件（笔记本和 Markdown），也不碰代码、公式和原始 HTML；
 搜索索引用的是修整后的文档树，所以“某个代码单元格”也能整词搜到。
-tests/test_site_typography.py 扫描构建出的 HTML，检查正文里没有“汉字 空白 汉字”。
+tests/book/test_site_typography.py 扫描构建出的 HTML，检查正文里没有“汉字 空白 汉字”。
 """
 
 from __future__ import annotations

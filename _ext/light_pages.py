@@ -4,7 +4,7 @@
 
 1. MathJax。sphinx-mathjax-offline 把整个 MathJax 3.2.2（24 MB：各种组合包、SVG 输出、朗读引擎
    sre……）复制进网站，页面只加载 ``tex-chtml.js`` 和它的 CHTML 字体（在无头 Chromium 里逐页
-   量过，tests/test_browser.py 每次都再量）。另外留下 TeX 的扩展包：公式里一旦用到
+   量过，tests/book/test_browser.py 每次都再量）。另外留下 TeX 的扩展包：公式里一旦用到
    ``\\boldsymbol`` 这类命令，MathJax 的 autoload 会按需加载它们。MathJax 右键菜单里的朗读与
    探索功能（a11y、sre）因此不可用。
 2. 主题的翻译目录（``_static/locales``：sphinx-book-theme 把全部语言的 .po/.mo 当静态文件复制）。
@@ -13,12 +13,12 @@
    图标由 ``css/all.min.css`` 与 woff2 字体画出；没用的 ttf 字体也删掉。
 
 另外：Sphinx 7.4 只在有页面要重写时才复制静态文件，只改了 ``_theme/site.css`` 或
-``tools/search_zh.js`` 的增量构建会留着旧的副本。``_rewrite_when_assets_change`` 在它们变了时让首页重读，
+``_ext/search_zh.js`` 的增量构建会留着旧的副本。``_rewrite_when_assets_change`` 在它们变了时让首页重读，
 静态文件与 language_data.js 随之更新。
 
 最后称重（:func:`site_weight`、:func:`page_weight`）：整个网站多重、每一页连同它加载的文件多重，
 把结果填进附录“执行统计”页里的占位元素 ``<span class="site-weight">``（笔记本在构建之前执行，不知道网站
-的大小，所以由构建的最后一步填写）。tests/test_site_size.py 用同样的函数核对上限，并核对页面上写的数。
+的大小，所以由构建的最后一步填写）。tests/book/test_site_size.py 用同样的函数核对上限，并核对页面上写的数。
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def page_weight(page: Path, site: Path) -> dict[str, int]:
     """一页的 HTML 与它加载的文件：{相对网站根的路径: 字节}。
 
     按 HTML 里的引用静态地估计（脚本、样式、图标、预加载、图片），再加上它运行时会加载的 MathJax
-    字体（按用到的字形加载，这里全算上）与控件样式里的图标字体。tests/test_browser.py 在浏览器里按真实的
+    字体（按用到的字形加载，这里全算上）与控件样式里的图标字体。tests/book/test_browser.py 在浏览器里按真实的
     请求再量一遍。
     """
     soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
@@ -176,7 +176,7 @@ def _assets_digest(app) -> str:
     root = Path(app.confdir)
     folders = [root / p for p in app.config.html_static_path if not str(p).startswith("_vendor")]
     files = sorted(f for d in folders for f in d.rglob("*") if f.is_file())
-    files.append(root / "tools" / "search_zh.js")
+    files.append(root / "_ext" / "search_zh.js")
     digest = hashlib.sha256()
     for path in files:
         if path.is_file():

@@ -7,7 +7,7 @@
    本站是 MathJax 3，没有 MathJax.Hub，每个带说明文字的控件都抛 TypeError（reading 'Queue'）。
    这里补一个 MathJax.Hub.Queue，交给 MathJax 3 的 typesetPromise。
 
-tests/test_browser.py 检查每页没有控制台错误、没有失败的请求。
+tests/book/test_browser.py 检查每页没有控制台错误、没有失败的请求。
 """
 
 WIDGET_MANAGER = "_static/html-manager/embed.js"  # 由 _config.yml 的 nb_ipywidgets_js 加入

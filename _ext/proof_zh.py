@@ -3,7 +3,7 @@
 sphinx-proof 的 ``{prf:theorem}`` 等块的标题走它自带的 zh_CN 翻译（“定理”“命题”“推论”），
 ``{prf:proof}`` 却把英文的 “Proof. ” 直接拼进正文的第一段（sphinx-proof 0.4.0 的
 ``ProofDirective.run``，没有经过翻译）。这里在读完每篇文档之后把它换成加粗的“证明”。
-tests/test_book_objects.py 检查网页上出现“证明”而不出现 “Proof.”。
+tests/book/test_book_objects.py 检查网页上出现“证明”而不出现 “Proof.”。
 """
 
 from docutils import nodes

@@ -14,7 +14,7 @@
    格式，必须在 require.js 之前执行，否则它们注册成匿名 AMD 模块、不设全局变量（priority 小于
    require.js 的 500）。
 
-tests/test_browser.py 在无头 Chromium 里拨动每个控件，核对图变了、没有控制台错误。
+tests/book/test_browser.py 在无头 Chromium 里拨动每个控件，核对图变了、没有控制台错误。
 """
 
 import json

@@ -13,7 +13,7 @@
 - 主题模板里写死的英文（“Toggle primary sidebar”）：``_templates/`` 里同名的模板覆盖它们；搜索框与
   折叠提示在 ``_config.yml`` 里配置。
 
-tests/test_site_typography.py 扫描构建出的 HTML，检查界面上不剩一张英文清单里的任何一条。
+tests/book/test_site_typography.py 扫描构建出的 HTML，检查界面上不剩一张英文清单里的任何一条。
 """
 
 from __future__ import annotations

@@ -39,16 +39,16 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 from tinyformer import Transformer, TransformerConfig, sinusoidal_encoding
+from tinyformer.corpus import generate_corpus
 from tinyformer.decoding import greedy_decode
+from tinyformer.text import pad_sequences
 from tinyformer.training import (
     encode_pairs,
     iterate_batches,
     label_smoothed_cross_entropy,
     make_optimizer,
-    pad_sequences,
 )
-from tinyformer.translation import generate_corpus
-from tinyformer.translator import Translator, score
+from tinyformer.translator import Translator, new_translator, score
 
 TARGET_EXACT, TARGET_BLEU = 0.95, 90.0
 
@@ -275,7 +275,7 @@ def main() -> None:
     examples = encode_pairs(corpus.train, src_vocab, tgt_vocab)
     bos, eos = tgt_vocab.bos_id, tgt_vocab.eos_id
 
-    ours = Translator.build(src_vocab, tgt_vocab, seed=args.seed)
+    ours = new_translator(src_vocab, tgt_vocab, seed=args.seed)
     torch.manual_seed(args.seed)
     theirs = TorchTranslator(ours.model.config)
     contenders = [

@@ -1,7 +1,7 @@
 """各章第一个单元格：只在 Colab 里安装本书的包。仓库地址与分支取自 ``_config.yml``（唯一的出处）。
 
 ``tools/execute_notebooks.py`` 执行前调用 :func:`sync_setup_cell`，所以改了 ``_config.yml``
-之后重新执行一遍笔记本即可；``tests/test_book_config.py`` 检查各章与配置一致。
+之后重新执行一遍笔记本即可；``tests/book/test_book_config.py`` 检查各章与配置一致。
 """
 
 from __future__ import annotations

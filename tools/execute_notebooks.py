@@ -1,7 +1,7 @@
 """重新执行各章笔记本并把输出存回原文件，可复现：连续运行两次，文件逐字节相同（打印用时的单元格除外）。
 
-    python tools/execute_notebooks.py                     # 执行 _toc.yml 里的全部笔记本
-    python tools/execute_notebooks.py chapters/ch05.ipynb # 只执行指定的笔记本
+    python -m tools.execute_notebooks                     # 执行 _toc.yml 里的全部笔记本
+    python -m tools.execute_notebooks chapters/ch05.ipynb # 只执行指定的笔记本
 
 与 ``jupyter nbconvert --execute --inplace`` 的区别：
 - 不记录执行时间（``record_timing=False``），单元格元数据里没有时间戳；
@@ -35,9 +35,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from tinyformer.atomic import atomic_write
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from colab_setup import sync_setup_cell  # noqa: E402
+from tools.colab_setup import sync_setup_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ID = re.compile(r"[0-9a-f]{32}")

@@ -1,7 +1,7 @@
 """把各章笔记本的代码排进网页的代码框：ruff 排版、整理导入，再把格式化器折不了的长注释折行。
 
-    python tools/format_notebooks.py                      # chapters/ 里的全部笔记本
-    python tools/format_notebooks.py chapters/ch05_*.ipynb
+    python -m tools.format_notebooks                      # chapters/ 里的全部笔记本
+    python -m tools.format_notebooks chapters/ch05_*.ipynb
 
 行宽是 ``chapters/ruff.toml`` 的 ``line-length``（83 列：1366 px 宽的窗口里，练习解答框中的
 代码框放得下的等宽字符数，汉字按两列计，见那里的说明）。每个笔记本重复下面三步，直到不再变化，再按 ``tools/execute_notebooks.py`` 的写法
@@ -19,7 +19,7 @@
 ``ruff format --check``、``ruff check`` 也都通过（它们只核对源码）。
 
 脚本是幂等的：再运行一次什么也不改。它折不了的（多行字符串里的长行）由 ``ruff check`` 的 E501
-报出来，手改。``tests/test_notebook_width.py`` 用这里的 :func:`display_width`
+报出来，手改。``tests/book/test_notebook_width.py`` 用这里的 :func:`display_width`
 核对代码与保存的输出。
 """
 

@@ -7,7 +7,7 @@
 用法::
 
     pip download --no-deps -d /tmp/font pylopdf-fonts-zh-cn==0.1.1
-    python tools/make_font_subset.py /tmp/font/pylopdf_fonts_zh_cn-0.1.1-py3-none-any.whl
+    python -m tools.make_font_subset /tmp/font/pylopdf_fonts_zh_cn-0.1.1-py3-none-any.whl
 """
 
 import sys

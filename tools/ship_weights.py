@@ -1,6 +1,6 @@
 """重新生成随包发布的第 8 章权重（见 ``tinyformer.pretrained``）。
 
-    .venv/bin/python tools/ship_weights.py
+    .venv/bin/python -m tools.ship_weights
 
 对每个步数运行一次 ``python -m tinyformer.train --steps N --seed 0 --out ...``，把命令和它最后打印的
 那行 JSON 指标连同 torch 版本、日期、CPU 写进 ``src/tinyformer/weights/zh_en.json``。
@@ -16,10 +16,8 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from execute_notebooks import cpu_model  # noqa: E402
-
-from tinyformer.atomic import atomic_write  # noqa: E402
+from tinyformer.atomic import atomic_write
+from tools.execute_notebooks import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = Path("src") / "tinyformer" / "weights"

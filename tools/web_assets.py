@@ -8,10 +8,10 @@ require.js 的版本与 myst-nb 1.4.0 默认引用的一致（nb_ipywidgets_js �
 html-manager 1.0.15 的 embed.js（1.9 MB），而不是 myst-nb 默认的 1.0.6 embed-amd.js（4.4 MB）：
 embed-amd.js 为了兼容 ipywidgets 7 另外打包了一份 7.x 的 base 与 controls，还要 require.js；
 本书保存的控件状态是 ipywidgets 8.1.9 的，embed.js 自带 8.x 的 base、controls、output，
-不需要 require.js。有控件的页面因此轻了约 2.6 MB（issue 12 第 6 条；tests/test_site_size.py）。tarball 由 npm 客户端从 npm 注册表取得（`npm pack`），
+不需要 require.js。有控件的页面因此轻了约 2.6 MB（issue 12 第 6 条；tests/book/test_site_size.py）。tarball 由 npm 客户端从 npm 注册表取得（`npm pack`），
 用下表固定的 sha512 校验后只解出需要的文件。已解出且校验值相同时不再联网。
 
-    python tools/web_assets.py        tasks.py book 在构建前会运行它
+    python -m tools.web_assets        tasks.py book 在构建前会运行它
 """
 
 import base64
@@ -61,8 +61,8 @@ PACKAGES = {
 # （单线程另有的版本已取消）；页面设 numThreads = 1，不需要跨源隔离。这个 .wasm 有 14 MB，
 # gzip 后约 3.7 MB：这里存成 .wasm.gz，浏览器用 DecompressionStream 解开后交给
 # ort.env.wasm.wasmBinary（_static_ch08/live_translator/live_translator.js），模型加运行时不超过 8 MB，
-# 也不依赖服务器替我们压缩。这些文件只有第 8 章的页面引用（tests/test_live_translator.py 检查）。
-# 与 PACKAGES 分开列：PACKAGES 是 myst-nb 的控件脚本（tests/test_site_offline.py 核对它们的版本）。
+# 也不依赖服务器替我们压缩。这些文件只有第 8 章的页面引用（tests/book/test_live_translator.py 检查）。
+# 与 PACKAGES 分开列：PACKAGES 是 myst-nb 的控件脚本（tests/book/test_site_offline.py 核对它们的版本）。
 ONNXRUNTIME_WEB = "onnxruntime-web"
 ONNXRUNTIME_WASM = "ort-wasm-simd-threaded.wasm"
 TRANSLATOR_PACKAGES = {
@@ -93,7 +93,7 @@ def compress_onnxruntime_wasm() -> None:
 
 # ---- 各章探索器的图（tinyformer.explorers → _ext/vega_charts.py）：Vega、Vega-Lite、vega-embed。
 # 版本与 requirements.txt 里的 altair 一致：altair 6.3.0 生成 Vega-Lite 6.4.1 的规格，用 Vega 6、
-# vega-embed 7（altair.VEGALITE_VERSION / VEGA_VERSION / VEGAEMBED_VERSION，tests/test_explorers.py 核对）。
+# vega-embed 7（altair.VEGALITE_VERSION / VEGA_VERSION / VEGAEMBED_VERSION，tests/unit/test_explorers.py 核对）。
 # 只取 UMD 构建（页面上用 <script> 加载）和许可证；每个包一个目录，许可证文件名才不冲突。
 VEGA_PACKAGES = {
     "vega": (

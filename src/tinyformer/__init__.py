@@ -25,18 +25,18 @@ V     词表大小 vocab_size
     >>> tf.GPT(config)(torch.tensor([[1, 2, 3]])).shape  # (B, T) -> (B, T, V)
     torch.Size([1, 3, 10])
 
-第 8 章的训练与翻译在子模块里：``tinyformer.training``（批量、损失、学习率、训练循环）、
-``tinyformer.translation``（语料）、``tinyformer.translator``（翻译器与检查点）、
-``tinyformer.widgets``（交互控件），以及命令行 ``python -m tinyformer.train`` /
-``python -m tinyformer.translate``。``tinyformer.translation`` 在导入时会调整 jieba 的词典
-（把“不去”“没买”这类否定词切开），所以这里不自动导入它们。
+第 8 章的翻译在子模块里，按流程读：``tinyformer.corpus``（语料与它的分词器）、
+``tinyformer.training``（批量、损失、学习率、训练循环、按验证集挑选权重）、
+``tinyformer.translator``（翻译器：翻译、评估、看交叉注意力）、``tinyformer.checkpoint``
+（存取检查点）、``tinyformer.widgets``（交互控件），以及命令行 ``tinyformer.cli``
+（``python -m tinyformer.train`` / ``python -m tinyformer.translate``）。它们要 sacreBLEU、tqdm
+等较重的依赖，所以这里不自动导入。导入本包的任何模块都不改变全局状态（jieba 的词典、torch 的随机数）。
 """
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .cache import KVCache
 from .compare import agree, magnitude
 from .decoding import beam_search, greedy_decode
-from .device import default_device
 from .embedding import TokenEmbedding
 from .feedforward import NewGELU, PositionWiseFFN
 from .gpt import GPT, GPTConfig
@@ -81,6 +81,5 @@ __all__ = [
     # 工具
     "agree",
     "magnitude",
-    "default_device",
     "copy_from_torch",
 ]

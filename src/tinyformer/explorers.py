@@ -1,4 +1,4 @@
-"""在网页里自己重算的交互图（第 1–8 章各一个"探索器"）。
+"""在网页里自己重算的交互图（第 1–8 章各一个"探索器"：1.6、2.8、3.11、4.7、5.12、6.8、7.9、8.13 节）。
 
 ``ipywidgets`` 的控件要有 Python 内核才会响应：静态网页上拖动滑块什么也不会重算。这里的探索器
 换一种做法：包在 Python 里 **把每个控件取值的数据都先算好**，画成 Vega-Altair 图，控件是图的参数
@@ -21,9 +21,11 @@ JSON（nbval 核对保存的输出）。每张图内嵌的 JSON 不超过 :data:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
+import operator
 
 import altair as alt
 import torch
@@ -94,6 +96,25 @@ def _finish(chart: alt.TopLevelMixin, title: str) -> alt.TopLevelMixin:
     return chart
 
 
+def _filtered_by_controls(rows: list[dict], *controls: tuple) -> alt.Chart:
+    """``rows`` 上的图，每个 ``(字段, 默认值, 标签, 控件)`` 一个绑定控件的参数，只留字段等于参数的行。
+
+    控件的取值是数据里这个字段出现过的值（升序），见 :func:`_control`。
+    """
+    params = [
+        _control(name, value, label, widget, sorted({r[name] for r in rows}))
+        for name, value, label, widget in controls
+    ]
+    keep = functools.reduce(
+        operator.and_,
+        (
+            getattr(alt.datum, name) == param
+            for (name, *_), param in zip(controls, params, strict=True)
+        ),
+    )
+    return alt.Chart(alt.InlineData(values=rows)).add_params(*params).transform_filter(keep)
+
+
 def _control(name: str, value, label: str, widget: str, options=(), labels=None) -> alt.Parameter:
     """绑定到一个控件的图参数。``widget``：radio、select、range（滑块）或 checkbox。
 
@@ -155,11 +176,12 @@ def dependency_data(lengths=(8, 16, 24, 32, 40, 48, 56, 64), scales=(0.5, 0.9, 1
 
 def dependency_explorer() -> alt.Chart:
     """第 1 章的探索器：拖动序列长度 T、换 RNN 循环权重的尺度，看梯度怎样随距离衰减。"""
-    rows = dependency_data()
-    T = _control("T", 32, "序列长度 T", "range", sorted({r["T"] for r in rows}))
-    scale = _control("scale", 0.9, "RNN 权重尺度", "radio", sorted({r["scale"] for r in rows}))
     chart = (
-        alt.Chart(alt.InlineData(values=rows))
+        _filtered_by_controls(
+            dependency_data(),
+            ("T", 32, "序列长度 T", "range"),
+            ("scale", 0.9, "RNN 权重尺度", "radio"),
+        )
         .mark_line(point=True)
         .encode(
             x=alt.X("t:Q", title="输入的位置 t（最后一个位置是 T）"),
@@ -172,8 +194,6 @@ def dependency_explorer() -> alt.Chart:
             color=alt.Color("model:N", title="模型"),
             tooltip=["model:N", "t:Q", "grad:Q"],
         )
-        .add_params(T, scale)
-        .transform_filter((alt.datum.T == T) & (alt.datum.scale == scale))
         .properties(width=520, height=280)
     )
     return _finish(chart, "最后一个输出对各位置输入的梯度：RNN 与自注意力")
@@ -278,13 +298,12 @@ def positional_curves_data(
 
 def positional_curves_explorer() -> alt.Chart:
     """第 3 章的探索器：拖动维度对 i、换底数 base，看 sin/cos 曲线的频率怎样变化。"""
-    rows = positional_curves_data()
-    i = _control("i", 2, "维度对 i", "range", sorted({r["i"] for r in rows}))
-    base = _control("base", 10000, "底数 base", "radio", sorted({r["base"] for r in rows}))
     chart = (
-        alt.Chart(alt.InlineData(values=rows))
-        .add_params(i, base)
-        .transform_filter((alt.datum.i == i) & (alt.datum.base == base))
+        _filtered_by_controls(
+            positional_curves_data(),
+            ("i", 2, "维度对 i", "range"),
+            ("base", 10000, "底数 base", "radio"),
+        )
         .transform_fold(["sin", "cos"], as_=["维度", "PE"])
         .transform_calculate(
             维度=alt.expr.if_(alt.datum["维度"] == "sin", "第 2i 维（sin）", "第 2i+1 维（cos）")
@@ -609,8 +628,8 @@ def checkpoint_data(num_sentences: int = 12, beam_size: int = 4) -> dict[str, li
     - ``tokens``：``key``（"s-step-r" 或 "s-c"）、``label``（"序号:词元"）
     - ``translations``：``s``、``step``、``decoding``、``text``、``correct``（是否等于参考译文）
     """
+    from .corpus import generate_corpus
     from .pretrained import STEPS, load_translator
-    from .translation import generate_corpus
 
     check_positive_int("num_sentences", num_sentences)
     check_positive_int("beam_size", beam_size)

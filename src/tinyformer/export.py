@@ -1,4 +1,4 @@
-r"""把第 8 章训练好的翻译器导出成 ONNX，让网页在读者的浏览器里翻译（第 8 章"在浏览器里翻译"讲解）。
+r"""把第 8 章训练好的翻译器导出成 ONNX，让网页在读者的浏览器里翻译（第 8 章 8.12 节讲解）。
 
 浏览器里没有 Python，也没有 PyTorch。ONNX 是一种与框架无关的计算图格式：``torch.onnx.export``
 把模型的前向计算记成一张图，浏览器里的 ``onnxruntime-web``（WebAssembly）读它、算它。
@@ -13,7 +13,7 @@ r"""把第 8 章训练好的翻译器导出成 ONNX，让网页在读者的浏�
   最后一步的输入正是 ``<bos>`` + 除 ``<eos>`` 外的全部译文，所以最后一步输出的交叉注意力
   就是整句的注意力图，与 :meth:`~tinyformer.translator.Translator.cross_attention` 相同。
 - ``translator.json``：两张词表、特殊词元的编号、解码长度上限，以及把英文词元拼回句子的规则
-  （:func:`~tinyformer.translation.detokenize_en` 用的大写词表和标点）。
+  （:func:`~tinyformer.text.detokenize_en` 用的大写词表和标点）。
 
 导出需要 ``onnx``（``torch.onnx.export`` 在内部导入它），在 Python 里核对需要 ``onnxruntime``（都在
 ``requirements.txt`` 里）；本模块不导入它们，``import tinyformer.export`` 不需要它们。
@@ -30,9 +30,10 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import check_instance, check_positive_int
+from .layers import recording_weights
 from .masks import padding_mask
 from .model import Transformer
-from .translation import _ATTACH_LEFT, _CAPITALIZED, _SENTENCE_END
+from .text import ATTACH_LEFT, SENTENCE_END, capitalization
 from .translator import Translator
 
 __all__ = ["EncoderGraph", "DecoderStepGraph", "export_translator", "greedy_decode_onnx"]
@@ -105,12 +106,9 @@ class DecoderStepGraph(nn.Module):
         # 而 causal_mask 要求 T 是 Python 整数（它检查参数）；这样写出来的图对任意 T 都成立。
         positions = torch.arange(tgt.shape[1], device=tgt.device)  # (T,)
         tgt_mask = positions[None, :] <= positions[:, None]  # (1, T) <= (T, 1) -> (T, T)
-        last.need_weights = True
-        try:
+        with recording_weights(last):
             logits = self.model.decode(tgt, memory, memory_mask, tgt_mask)  # (B, T, V)
-            weights = last.cross_attn_weights  # (B, H, T, S)
-        finally:
-            last.need_weights = False
+        weights = last.cross_attn_weights  # (B, H, T, S)
         return logits[:, -1], weights.mean(dim=1)  # (B, V), (B, H, T, S) -> (B, T, S)
 
 
@@ -194,9 +192,9 @@ def export_translator(
         "eos_id": tgt_vocab.eos_id,
         "max_len": 32,  # 与 Translator.translate 的默认值相同
         "num_decoder_layers": len(model.decoder_layers),
-        "capitalized": dict(sorted(_CAPITALIZED.items())),
-        "attach_left": sorted(_ATTACH_LEFT),
-        "sentence_end": sorted(_SENTENCE_END),
+        "capitalized": dict(sorted(capitalization(translator.proper_nouns).items())),
+        "attach_left": sorted(ATTACH_LEFT),
+        "sentence_end": sorted(SENTENCE_END),
     }
     text = json.dumps(settings, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
     paths["translator.json"].write_text(text, encoding="utf-8")

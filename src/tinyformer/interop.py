@@ -1,9 +1,11 @@
-"""把 torch 自带模块的权重拷进本包的模块（第 5、6、7 章用它证明"我们的实现与 torch 相同"）。
+"""把 torch 自带模块的权重拷进本包的模块（第 5 章 5.5、5.9 节，第 6、7 章用它证明"我们的实现与 torch 相同"）。
 
 两边参数布局不同的地方：
 
 - ``torch.nn.MultiheadAttention`` 把 W^Q、W^K、W^V 竖着拼成一个 ``in_proj_weight``，形状 (3C, C)，
   偏置拼成 ``in_proj_bias`` (3C,)；本包为了好读分成 ``q_proj``、``k_proj``、``v_proj`` 三个线性层。
+  GPT 风格（minGPT、nanoGPT、GPT-2）的 ``c_attn = nn.Linear(C, 3C)`` 是同一种布局，输出投影叫
+  ``c_proj``：:func:`copy_from_fused_qkv` 把它们拷进本包，:func:`copy_to_fused_qkv` 反过来。
 - ``torch.nn.TransformerDecoderLayer`` 的交叉注意力叫 ``multihead_attn``，本包叫 ``cross_attn``；
   torch 层里的 ``linear1``/``linear2`` 在本包放在 ``ffn`` 里。
 """
@@ -14,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_instance
 from .attention import MultiHeadAttention
 from .layers import DecoderLayer, EncoderLayer
 from .normalization import LayerNorm
@@ -58,16 +61,95 @@ def _copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention, nam
         )
     _same(f"{name}.d_model (embed_dim)", ours.d_model, theirs.embed_dim)
     _same(f"{name}.num_heads", ours.num_heads, theirs.num_heads)
-    # in_proj_weight: (3C, C) = [W^Q; W^K; W^V] 竖着拼；切成三个 (C, C)
-    q_w, k_w, v_w = theirs.in_proj_weight.chunk(3, dim=0)
-    q_b, k_b, v_b = (None,) * 3 if theirs.in_proj_bias is None else theirs.in_proj_bias.chunk(3)
-    _copy_tensor(f"{name}.q_proj.weight", ours.q_proj.weight, q_w)
-    _copy_tensor(f"{name}.k_proj.weight", ours.k_proj.weight, k_w)
-    _copy_tensor(f"{name}.v_proj.weight", ours.v_proj.weight, v_w)
-    _copy_tensor(f"{name}.q_proj.bias", ours.q_proj.bias, q_b)
-    _copy_tensor(f"{name}.k_proj.bias", ours.k_proj.bias, k_b)
-    _copy_tensor(f"{name}.v_proj.bias", ours.v_proj.bias, v_b)
+    _split_qkv(name, ours, theirs.in_proj_weight, theirs.in_proj_bias)
     _copy_linear(f"{name}.out_proj", ours.out_proj, theirs.out_proj)
+
+
+_PROJECTIONS = ("q_proj", "k_proj", "v_proj")
+
+
+def _split_qkv(name: str, ours: MultiHeadAttention, weight: Tensor, bias: Tensor | None) -> None:
+    """(3C, C) 的 [W^Q; W^K; W^V]（偏置 (3C,)）按行切成三块，拷进 ``q_proj``、``k_proj``、``v_proj``。"""
+    if weight.shape[0] % 3:
+        raise ValueError(
+            f"{name}: the fused weight must have 3C rows, got shape {tuple(weight.shape)}"
+        )
+    weights = weight.chunk(3, dim=0)  # (3C, C) -> 3 个 (C, C)
+    biases = (None,) * 3 if bias is None else bias.chunk(3)  # (3C,) -> 3 个 (C,)
+    for proj, w, b in zip(_PROJECTIONS, weights, biases, strict=True):
+        _copy_linear(f"{name}.{proj}", getattr(ours, proj), _Weights(w, b))
+
+
+class _Weights:
+    """像 ``nn.Linear`` 一样有 ``weight``、``bias`` 两个属性的一块权重（``_copy_linear`` 读它）。"""
+
+    def __init__(self, weight: Tensor, bias: Tensor | None):
+        self.weight, self.bias = weight, bias
+
+
+def _check_fused(ours, c_attn, c_proj) -> None:
+    check_instance("ours", ours, MultiHeadAttention)
+    check_instance("c_attn", c_attn, nn.Linear)
+    check_instance("c_proj", c_proj, nn.Linear)
+    C = ours.d_model
+    if tuple(c_attn.weight.shape) != (3 * C, C):
+        raise ValueError(
+            f"c_attn must be nn.Linear(C, 3C) with C = d_model = {C}, "
+            f"got weight of shape {tuple(c_attn.weight.shape)}"
+        )
+
+
+def copy_from_fused_qkv(
+    ours: MultiHeadAttention, c_attn: nn.Linear, c_proj: nn.Linear
+) -> MultiHeadAttention:
+    """把 GPT 风格的融合投影 ``c_attn``（C -> 3C，[W^Q; W^K; W^V]）和 ``c_proj`` 拷进 ``ours``。
+
+    ``c_attn`` 的权重 (3C, C) 按行切成三块就是 ``q_proj``、``k_proj``、``v_proj`` 的权重，偏置同理；
+    ``c_proj`` 就是 ``out_proj``。两边有没有偏置必须一致。
+
+    返回:
+        ``ours`` 本身。
+
+    例子::
+
+        >>> from torch import nn
+        >>> c_attn, c_proj = nn.Linear(16, 48), nn.Linear(16, 16)
+        >>> ours = copy_from_fused_qkv(MultiHeadAttention(16, 4), c_attn, c_proj)
+        >>> torch.equal(ours.k_proj.weight, c_attn.weight[16:32])
+        True
+    """
+    _check_fused(ours, c_attn, c_proj)
+    with torch.no_grad():
+        _split_qkv("c_attn", ours, c_attn.weight, c_attn.bias)
+        _copy_linear("c_proj", ours.out_proj, c_proj)
+    return ours
+
+
+def copy_to_fused_qkv(
+    ours: MultiHeadAttention, c_attn: nn.Linear, c_proj: nn.Linear
+) -> tuple[nn.Linear, nn.Linear]:
+    """:func:`copy_from_fused_qkv` 的反方向：把 ``ours`` 的三个投影竖着拼进 ``c_attn``，``out_proj`` 拷进 ``c_proj``。
+
+    返回:
+        ``(c_attn, c_proj)``。
+
+    例子::
+
+        >>> from torch import nn
+        >>> ours = MultiHeadAttention(16, 4)
+        >>> c_attn, c_proj = copy_to_fused_qkv(ours, nn.Linear(16, 48), nn.Linear(16, 16))
+        >>> torch.equal(c_attn.bias[32:], ours.v_proj.bias)
+        True
+    """
+    _check_fused(ours, c_attn, c_proj)
+    projections = [getattr(ours, proj) for proj in _PROJECTIONS]
+    with torch.no_grad():
+        weight = torch.cat([p.weight for p in projections])  # 3 个 (C, C) -> (3C, C)
+        has_bias = [p.bias is not None for p in projections]
+        bias = torch.cat([p.bias for p in projections]) if all(has_bias) else None  # (3C,)
+        _copy_linear("c_attn", c_attn, _Weights(weight, bias))
+        _copy_linear("c_proj", c_proj, ours.out_proj)
+    return c_attn, c_proj
 
 
 def _copy_layer_norm(ours: LayerNorm, theirs: nn.LayerNorm, name="norm") -> None:

@@ -1,4 +1,4 @@
-r"""编码器层与解码器层（第 7 章 编码器与解码器 讲解）。
+r"""编码器层与解码器层（第 7 章 7.1–7.3 节讲解）。
 
 每个子层（注意力或前馈网络）都包在"残差 + 层归一化"里，有两种放法：
 
@@ -8,12 +8,15 @@ r"""编码器层与解码器层（第 7 章 编码器与解码器 讲解）。
 dropout 的位置与 ``torch.nn.TransformerEncoderLayer``/``TransformerDecoderLayer`` 完全相同：
 注意力权重上一处（在注意力模块里），FFN 激活之后一处（在 FFN 里），每个子层输出上一处。
 
-把注意力权重留下来画热力图：设 ``layer.need_weights = True``，前向之后读
-``layer.self_attn_weights``（解码器还有 ``layer.cross_attn_weights``），形状 (B, H, T, S)。
-默认 ``False``，走更快的融合注意力，这两个属性为 ``None``。
+把注意力权重留下来画热力图：设 ``layer.need_weights = True``（或在 ``with recording_weights(layer):``
+里前向，出来时恢复原值），前向之后读 ``layer.self_attn_weights``（解码器还有
+``layer.cross_attn_weights``），形状 (B, H, T, S)。默认 ``False``，走更快的融合注意力，这两个属性为 ``None``。
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from torch import Tensor, nn
 
@@ -220,3 +223,31 @@ class DecoderLayer(nn.Module):
         )
         self.cross_attn_weights = None if weights is None else weights.detach()
         return self.dropout2(y)
+
+
+@contextmanager
+def recording_weights(*layers: EncoderLayer | DecoderLayer) -> Iterator[tuple[nn.Module, ...]]:
+    """在 ``with`` 块里让这些层留下注意力权重（``need_weights = True``），出来时恢复原值。
+
+    例子::
+
+        >>> import torch
+        >>> layer = EncoderLayer(d_model=16, num_heads=4, d_ff=32)
+        >>> with recording_weights(layer) as (recorded,):
+        ...     _ = recorded(torch.randn(1, 3, 16))
+        >>> recorded.self_attn_weights.shape, layer.need_weights
+        (torch.Size([1, 4, 3, 3]), False)
+    """
+    for layer in layers:
+        if not isinstance(layer, (EncoderLayer, DecoderLayer)):
+            raise TypeError(
+                f"layers must be EncoderLayer or DecoderLayer, got {type(layer).__name__}"
+            )
+    previous = [layer.need_weights for layer in layers]
+    for layer in layers:
+        layer.need_weights = True
+    try:
+        yield layers
+    finally:
+        for layer, value in zip(layers, previous, strict=True):
+            layer.need_weights = value

@@ -1,11 +1,11 @@
-"""随包发布的第 8 章中译英模型（第 8 章"训练好的权重"讲解）。
+"""随包发布的第 8 章中译英模型（第 8 章 8.5 节讲解）。
 
 训练的结果随 CPU 而变：不同的处理器（AVX-512、AVX2 或不带向量指令）、不同的线程数，浮点数的
 求和顺序不同，几百步之后权重就不一样了。所以第 8 章现场训练一次、只核对"损失降到了多少以下"，
 后面的分析（译错的句子、早期检查点、束搜索、交叉注意力）都读这里的权重：它们是用文档里的命令
 训练一次得到的，推理在任何 CPU 上都给出同样的译文。
 
-权重由 ``python tools/ship_weights.py`` 生成，它运行::
+权重由 ``python -m tools.ship_weights`` 生成，它运行::
 
     python -m tinyformer.train --steps 100 --seed 0 --out src/tinyformer/weights/zh_en_step100.pt
     python -m tinyformer.train --steps 150 --seed 0 --out src/tinyformer/weights/zh_en_step150.pt
@@ -21,6 +21,7 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
+from .checkpoint import load_checkpoint
 from .translator import Translator
 
 __all__ = ["STEPS", "checkpoint_path", "load_translator", "provenance"]
@@ -45,7 +46,7 @@ def load_translator(step: int = 600) -> Translator:
         >>> load_translator().translate("我明天在学校看小说。")
         'I will read novels at school tomorrow.'
     """
-    translator = Translator.load(checkpoint_path(step))
+    translator = load_checkpoint(checkpoint_path(step))
     translator.model.eval()
     return translator
 

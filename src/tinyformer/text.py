@@ -1,25 +1,32 @@
-"""文本 → 词元 → 编号：分词器与词表（第 1、2 章讲解）。
+"""文本 → 词元 → 编号：分词器与词表（第 1 章 1.3 节、第 2 章讲解；``pad_sequences`` 与
+``detokenize_en`` 是第 8 章 8.2 节的批量与还原句子用的）。
 
-中文没有空格，先要 *分词*（tokenization）才能查表；本书用 jieba。
-jieba 第一次使用时会往 stderr 打印 "Building prefix dict ..."，在较旧的 setuptools 上
+中文没有空格，先要 *分词*（tokenization）才能查表；本书用 jieba。分词器是一个显式的对象
+:class:`ZhTokenizer`：它有 **自己的** jieba 词典（``jieba.Tokenizer()``），第一次使用时才建好，
+对它的调整（第 8 章要把“不去”“没买”切开）只改它自己，不碰 jieba 的全局词典 ``jieba.dt``。
+所以导入本包的任何模块都不改变全局状态：jieba 的词典、日志级别，torch 的随机数都原封不动。
+
+jieba 建词典时会往 stderr 打印 "Building prefix dict ..."，在较旧的 setuptools 上
 ``import jieba`` 还会发出 ``pkg_resources`` 弃用警告。这些输出会进入笔记本保存的结果、
-让 nbval 的比较不稳定，所以这里在导入和首次使用前把它们关掉。
+让 nbval 的比较不稳定，所以建词典时暂时调高 jieba 的日志级别（之后恢复），导入时屏蔽那条警告。
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
+
+import torch
+from torch import Tensor
 
 with warnings.catch_warnings():
     # 旧版 setuptools 上 jieba 导入 pkg_resources 会告警；与本书无关，静默之。
     warnings.simplefilter("ignore")
     import jieba
-
-jieba.setLogLevel(logging.WARNING)  # 不打印 "Building prefix dict ..." / "Loading model ..."
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIAL_TOKENS = (PAD, UNK, BOS, EOS)
@@ -27,21 +34,114 @@ SPECIAL_TOKENS = (PAD, UNK, BOS, EOS)
 _EN_TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+|[^\sA-Za-z\d]")
 
 
-def tokenize_zh(text: str, cut_all: bool = False) -> list[str]:
-    """用 jieba 把中文句子切成词（精确模式），去掉空白词元。
+class ZhTokenizer:
+    """中文分词器：一个自己拥有 jieba 词典的对象（第 1 章 1.3 节；第 8 章 8.2 节用 ``splits``）。
+
+    jieba 的模块级函数（``jieba.lcut``）共用一个全局词典 ``jieba.dt``，谁改了它，别处的分词
+    也跟着变。这里每个分词器有自己的 ``jieba.Tokenizer()``，第一次分词时才建好（约 1 秒，
+    之后读 jieba 的缓存），重复调用不会重建；建好之后对它的调整只影响这个分词器。
+
+    参数:
+        splits: 要强制切开的组合，如 ``[("不", "去")]``：“不去”永远切成“不 / 去”。做法与
+            ``jieba.suggest_freq(("不", "去"), tune=True)`` 相同（把整词的词频压到不高于分开时），
+            只是改在本分词器自己的词典上；jieba 把新词发现（HMM）强制切开的表是全局的，所以
+            这一步由本类在分词结果上完成。
+
+    例子::
+
+        >>> tokenize = ZhTokenizer(splits=[("不", "去")])
+        >>> tokenize("他明天不去北京"), tokenize_zh("他明天不去北京")
+        (['他', '明天', '不', '去', '北京'], ['他', '明天', '不去', '北京'])
+    """
+
+    def __init__(self, splits: Iterable[Sequence[str]] = ()):
+        splits = tuple(tuple(segment) for segment in splits)
+        for segment in splits:
+            if len(segment) < 2 or not all(isinstance(part, str) and part for part in segment):
+                raise ValueError(
+                    "splits must hold sequences of at least two non-empty str, "
+                    f"got the entry {segment!r}"
+                )
+        self.splits: tuple[tuple[str, ...], ...] = splits
+        self._jieba: jieba.Tokenizer | None = None
+        self._force_split: dict[str, tuple[str, ...]] = {}
+        self._lock = threading.Lock()
+
+    def _tokenizer(self) -> jieba.Tokenizer:
+        """本分词器的 jieba 词典：第一次调用时建好并做 ``splits`` 的调整（幂等）。"""
+        with self._lock:
+            if self._jieba is None:
+                self._jieba = self._build()
+            return self._jieba
+
+    def _build(self) -> jieba.Tokenizer:
+        tokenizer = jieba.Tokenizer()
+        logger, level = jieba.default_logger, jieba.default_logger.level
+        logger.setLevel(logging.WARNING)  # 不打印 "Building prefix dict ..."，建好后恢复
+        try:
+            tokenizer.initialize()
+        finally:
+            logger.setLevel(level)
+        for segment in self.splits:
+            word = "".join(segment)
+            freq = tokenizer.suggest_freq(segment, tune=False)  # 只算词频，不改任何词典
+            # 与 Tokenizer.add_word(word, freq) 相同，只是词频为 0 时不写 jieba 的全局强制切分表
+            tokenizer.FREQ[word] = freq
+            tokenizer.total += freq
+            for end in range(1, len(word)):
+                tokenizer.FREQ.setdefault(word[:end], 0)
+            if freq == 0:
+                self._force_split[word] = segment
+        return tokenizer
+
+    def __call__(self, text: str, cut_all: bool = False, search: bool = False) -> list[str]:
+        """把 ``text`` 切成词（默认精确模式），去掉空白词元。
+
+        参数:
+            text: 要切分的句子。
+            cut_all: ``True`` 时用全模式（列出所有可能成词的片段，片段会重叠）。
+            search: ``True`` 时用搜索引擎模式（在精确模式上再把长词切出短词）。
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        if cut_all and search:
+            raise ValueError("cut_all and search are two different modes; give at most one")
+        tokenizer = self._tokenizer()
+        if search:
+            pieces = tokenizer.lcut_for_search(text)
+        else:
+            pieces = tokenizer.lcut(text, cut_all=cut_all)
+        tokens: list[str] = []
+        for piece in pieces:
+            if piece.strip():
+                tokens += self._force_split.get(piece, (piece,))
+        return tokens
+
+    def __repr__(self) -> str:
+        return f"ZhTokenizer(splits={len(self.splits)})"
+
+
+_DEFAULT_ZH = ZhTokenizer()
+
+
+def tokenize_zh(text: str, cut_all: bool = False, search: bool = False) -> list[str]:
+    """用 jieba 的默认词典把中文句子切成词（精确模式），去掉空白词元。
+
+    由本模块自己的 :class:`ZhTokenizer` 完成（不用、也不改 jieba 的全局词典）。
 
     参数:
         text: 要切分的句子。
         cut_all: ``True`` 时用全模式（列出所有可能成词的片段，片段会重叠）。
+        search: ``True`` 时用搜索引擎模式（在精确模式上再把长词切出短词）。
 
     例子::
 
         >>> tokenize_zh("我爱北京天安门")
         ['我', '爱', '北京', '天安门']
+        >>> tokenize_zh("中华人民共和国", search=True)
+        ['中华', '华人', '人民', '共和', '共和国', '中华人民共和国']
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return [tok for tok in jieba.lcut(text, cut_all=cut_all) if tok.strip()]
+    return _DEFAULT_ZH(text, cut_all=cut_all, search=search)
 
 
 def tokenize_en(text: str) -> list[str]:
@@ -55,6 +155,59 @@ def tokenize_en(text: str) -> list[str]:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     return _EN_TOKEN.findall(text.lower())
+
+
+ATTACH_LEFT = frozenset(".,?!;:")  # detokenize_en：紧贴前一个词的标点
+SENTENCE_END = frozenset(".?!")  # detokenize_en：其后的词大写
+
+
+def capitalization(proper_nouns: Iterable[str] = ()) -> dict[str, str]:
+    """小写词元 → 还原后的写法：``i`` → ``I``，以及每个专名（``detokenize_en`` 与网页翻译器共用）。
+
+    例子::
+
+        >>> capitalization(["Beijing"])
+        {'i': 'I', 'beijing': 'Beijing'}
+    """
+    return {"i": "I", **{word.lower(): word for word in proper_nouns}}
+
+
+def detokenize_en(tokens: Sequence[str], proper_nouns: Iterable[str] = ()) -> str:
+    """``tokenize_en`` 的逆：把小写的英文词元拼回句子（第 8 章 8.2 节）。
+
+    标点贴住前一个词，句首和 ``i`` 大写，``proper_nouns`` 里的词（如 ``"Beijing"``）按它的写法
+    还原。对只含这些专名的句子 ``s``，``tokenize_en(detokenize_en(tokenize_en(s), 专名)) ==
+    tokenize_en(s)``。模型的输出先经 ``Vocab.decode(..., strip_special=True)`` 去掉特殊词元，
+    再用它拼成句子交给 sacreBLEU。
+
+    参数:
+        tokens: 词元列表，如 ``['i', 'will', 'go', 'to', 'beijing', 'tomorrow', '.']``。
+        proper_nouns: 要大写的专名（第 8 章的语料见 ``tinyformer.corpus.PROPER_NOUNS``）。
+
+    例子::
+
+        >>> detokenize_en(["i", "will", "go", "to", "beijing", "tomorrow", "."], ["Beijing"])
+        'I will go to Beijing tomorrow.'
+        >>> detokenize_en(["does", "mary", "study", "chinese", "?"], ["Mary", "Chinese"])
+        'Does Mary study Chinese?'
+    """
+    if isinstance(tokens, str):
+        raise TypeError(f"tokens must be a list of tokens, not the str {tokens!r}")
+    if isinstance(proper_nouns, str):
+        raise TypeError(f"proper_nouns must be a list of words, not the str {proper_nouns!r}")
+    capitalized = capitalization(proper_nouns)
+    words: list[str] = []
+    start_of_sentence = True
+    for tok in tokens:
+        if tok in ATTACH_LEFT and words:
+            words[-1] += tok
+        else:
+            word = capitalized.get(tok, tok)
+            if start_of_sentence:
+                word = word[:1].upper() + word[1:]
+            words.append(word)
+        start_of_sentence = tok in SENTENCE_END
+    return " ".join(words)
 
 
 class Vocab:
@@ -159,3 +312,18 @@ class Vocab:
 
     def __repr__(self) -> str:
         return f"Vocab(size={len(self)})"
+
+
+def pad_sequences(sequences: Sequence[Sequence[int]], pad_id: int) -> Tensor:
+    """把长短不一的编号序列用 ``pad_id`` 在右边补齐成 (N, 最长长度) 的张量（第 7 章 7.7 节、第 8 章 8.2 节）。
+
+    例子::
+
+        >>> pad_sequences([[5, 6, 7], [8]], pad_id=0)
+        tensor([[5, 6, 7],
+                [8, 0, 0]])
+    """
+    if not sequences:
+        raise ValueError("sequences must not be empty")
+    width = max(len(s) for s in sequences)
+    return torch.tensor([list(s) + [pad_id] * (width - len(s)) for s in sequences])  # (N, width)

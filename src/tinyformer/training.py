@@ -1,4 +1,4 @@
-r"""训练：批量与掩码、标签平滑的交叉熵、学习率预热、训练循环（第 8 章 完整模型 讲解）。
+r"""训练：批量与掩码、标签平滑的交叉熵、学习率预热、训练循环、按验证集挑选权重（第 8 章 8.2–8.5 节讲解）。
 
 一步训练 = 取一批句对 → 源句、目标句各自用 ``<pad>`` 补齐 → 教师强制（teacher forcing）：
 解码器输入是 ``<bos> y_1 … y_n``，要预测的是 ``y_1 … y_n <eos>``（右移一位）→
@@ -10,9 +10,10 @@ r"""训练：批量与掩码、标签平滑的交叉熵、学习率预热、训�
 
 from __future__ import annotations
 
+import copy
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -30,8 +31,10 @@ from ._checks import (
     check_seed,
     check_tensor,
 )
+from .corpus import TranslationCorpus, generate_corpus, zh_tokenizer
 from .model import TransformerConfig
-from .text import Vocab, tokenize_en, tokenize_zh
+from .text import Vocab, pad_sequences, tokenize_en
+from .translator import Translator, new_translator
 
 
 @dataclass(frozen=True)
@@ -57,17 +60,21 @@ class Batch:
 
 
 def encode_pairs(
-    pairs: Sequence, src_vocab: Vocab, tgt_vocab: Vocab
+    pairs: Sequence,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    tokenizer: Callable[[str], list[str]] = zh_tokenizer,
 ) -> list[tuple[list[int], list[int]]]:
-    """句对 → (源句编号, 目标句编号)。源句用 jieba 分词，目标句两端加 ``<bos>``/``<eos>``。
+    """句对 → (源句编号, 目标句编号)。源句用 ``tokenizer`` 分词，目标句两端加 ``<bos>``/``<eos>``。
 
     参数:
-        pairs: 有 ``.zh``、``.en`` 属性的句对（如 :class:`~tinyformer.translation.Pair`）。
+        pairs: 有 ``.zh``、``.en`` 属性的句对（如 :class:`~tinyformer.corpus.Pair`）。
         src_vocab, tgt_vocab: 源、目标词表。
+        tokenizer: 中文分词器（默认语料的 ``tinyformer.corpus.zh_tokenizer``，词表是用它建的）。
 
     例子::
 
-        >>> from tinyformer.translation import generate_corpus
+        >>> from tinyformer.corpus import generate_corpus
         >>> corpus = generate_corpus()
         >>> src_vocab, tgt_vocab = corpus.build_vocabs()
         >>> src, tgt = encode_pairs(corpus.train[:1], src_vocab, tgt_vocab)[0]
@@ -76,26 +83,11 @@ def encode_pairs(
     """
     return [
         (
-            src_vocab.encode(tokenize_zh(p.zh)),
+            src_vocab.encode(tokenizer(p.zh)),
             tgt_vocab.encode(tokenize_en(p.en), add_bos=True, add_eos=True),
         )
         for p in pairs
     ]
-
-
-def pad_sequences(sequences: Sequence[Sequence[int]], pad_id: int) -> Tensor:
-    """把长短不一的编号序列用 ``pad_id`` 在右边补齐成 (N, 最长长度) 的张量。
-
-    例子::
-
-        >>> pad_sequences([[5, 6, 7], [8]], pad_id=0)
-        tensor([[5, 6, 7],
-                [8, 0, 0]])
-    """
-    if not sequences:
-        raise ValueError("sequences must not be empty")
-    width = max(len(s) for s in sequences)
-    return torch.tensor([list(s) + [pad_id] * (width - len(s)) for s in sequences])
 
 
 def make_batch(examples: Sequence[tuple[list[int], list[int]]], pad_id: int = 0) -> Batch:
@@ -342,3 +334,58 @@ def train(
 def num_parameters(model: nn.Module) -> int:
     """参数个数（共享的权重只数一次）。"""
     return sum(p.numel() for p in model.parameters())
+
+
+def fit_translator(
+    seed: int = 0,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    progress: bool = True,
+    eval_every: int = 200,
+    corpus: TranslationCorpus | None = None,
+) -> tuple[Translator, TrainHistory, TranslationCorpus, dict]:
+    """生成语料（``seed``；也可以直接给 ``corpus``）、建第 8 章尺寸的模型、训练，按验证集挑选权重。
+
+    每 ``eval_every`` 步在 **验证集** 上算一次完全匹配率，记下最好的那一份权重（同分时取较早的）；
+    训练结束后把它装回模型。测试集只在最后用一次——挑选权重不能看测试集，否则测试分数就不再是
+    "没见过的数据"上的分数了。``python -m tinyformer.train`` 就是它加上评估和保存检查点。
+
+    返回:
+        (翻译器, 训练记录, 语料, ``{"best_step": 步数, "best_valid_exact_match": 完全匹配率}``)。
+    """
+    check_positive_int("eval_every", eval_every)
+    check_instance("corpus", corpus, TranslationCorpus, allow_none=True)
+    if corpus is None:
+        corpus = generate_corpus(seed=seed)
+    src_vocab, tgt_vocab = corpus.build_vocabs()
+    translator = new_translator(src_vocab, tgt_vocab, seed=seed)
+    examples = encode_pairs(corpus.train, src_vocab, tgt_vocab)
+    best = {"best_step": 0, "best_valid_exact_match": -1.0}
+    best_state = None
+
+    def select(step: int, model) -> bool:
+        nonlocal best_state
+        if step % eval_every == 0:
+            exact = translator.evaluate(corpus.valid).exact_match
+            model.train()  # evaluate 把模型切到了 eval 模式
+            if exact > best["best_valid_exact_match"]:
+                best.update(best_step=step, best_valid_exact_match=exact)
+                best_state = copy.deepcopy(model.state_dict())
+        return False
+
+    history = train(
+        translator.model,
+        examples,
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+        seed=seed,
+        progress=progress,
+        callback=select,
+    )
+    final = translator.evaluate(corpus.valid).exact_match  # 最后一步的权重也参加挑选
+    if final >= best["best_valid_exact_match"]:
+        best.update(best_step=history.steps, best_valid_exact_match=final)
+    else:
+        translator.model.load_state_dict(best_state)
+    translator.model.eval()
+    return translator, history, corpus, best

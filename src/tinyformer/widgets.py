@@ -1,4 +1,4 @@
-"""交互控件：输入一句中文，看译文和交叉注意力（第 8 章讲解）。
+"""交互控件：输入一句中文，看译文和交叉注意力（第 8 章 8.9、8.10 节讲解）。
 
 控件需要内核才能响应输入：在 Jupyter、Colab、Binder 里运行本章即可。网页上显示的是
 执行笔记本时保存下来的控件状态（默认句子的结果）。
@@ -10,8 +10,7 @@ import matplotlib.pyplot as plt
 
 from ._checks import check_instance
 from .plotting import plot_heatmap
-from .text import EOS
-from .translation import detokenize_en
+from .text import EOS, detokenize_en
 from .translator import Translator
 
 
@@ -29,7 +28,7 @@ def show_translation(
     except ValueError as err:
         print(f"无法翻译：{err}")
         return None
-    translation = detokenize_en([tok for tok in tgt_tokens if tok != EOS])
+    translation = detokenize_en([tok for tok in tgt_tokens if tok != EOS], translator.proper_nouns)
     print(f"{sentence}  →  {translation}")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.6 * len(src_tokens) + 2.4, 0.42 * len(tgt_tokens) + 1.4))

@@ -1,0 +1,227 @@
+"""检查点：把 :class:`~tinyformer.translator.Translator` 存进文件、从文件读回（第 8 章 8.5 节讲解）。
+
+检查点是一个只含张量、数字、字符串、列表和字典的 ``dict``：模型配置、两张词表的
+``itos`` 列表、``state_dict`` 和训练指标。所以读取时可以用 ``torch.load(..., weights_only=True)``，
+它只会重建这些类型，不会执行检查点里的任意代码。
+
+检查点可能是坏的（写到一半、被截断、别的文件）或者是故意构造的（配置里 ``max_len=2**31``
+会让位置编码表要 16 GiB）。所以 :func:`load_checkpoint` 先逐项检查，全部通过才建模型：
+键和类型、配置在合理范围内、每个权重的形状与配置一致、权重都是有限数。任何一项不对都是
+一个写明文件和问题的 ``ValueError``。:func:`save_checkpoint` 用
+:func:`~tinyformer.atomic.atomic_write` 写文件，写到一半被打断时旧文件原封不动。
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import numbers
+import re
+from pathlib import Path
+from typing import NoReturn
+
+import torch
+from torch import Tensor
+
+from ._checks import check_instance, shorten
+from .atomic import atomic_write
+from .model import Transformer, TransformerConfig
+from .text import Vocab
+from .translator import Translator
+
+CHECKPOINT_FORMAT = "tinyformer-translator-1"
+CHECKPOINT_KEYS = ("format", "config", "src_itos", "tgt_itos", "state_dict", "metrics")
+
+# 读检查点时配置的上限：远大于本书用到的尺寸，又让一个坏文件没法要走几个 GiB 的内存。
+# 层数、维数、词表大小还要与文件里的权重形状一致；位置编码表不存在文件里，所以另有
+# max_len × d_model 的上限（建表时要 8 字节 × 这么多个 float64）。
+CONFIG_LIMITS = {
+    "src_vocab_size": 1_000_000,
+    "tgt_vocab_size": 1_000_000,
+    "d_model": 8192,
+    "num_heads": 1024,
+    "num_encoder_layers": 256,
+    "num_decoder_layers": 256,
+    "d_ff": 65536,
+    "max_len": 65536,
+}
+MAX_POSITIONAL_TABLE = 2**24  # max_len × d_model 的上限（float64 时 128 MiB）
+
+
+def save_checkpoint(translator: Translator, path: str | Path, **metrics) -> None:
+    """把 ``translator`` 存成检查点：配置、两张词表、权重，以及数字或字符串指标（如 ``exact_match=0.99``）。
+
+    文件是原子地写的（:func:`~tinyformer.atomic.atomic_write`）：写到一半被打断、磁盘满了，
+    ``path`` 上原来的检查点都原封不动。``path`` 所在的文件夹不存在时先建好。
+    numpy 的数（``np.float64(12.5)``）存成 Python 的 ``float``/``int``，读回时才能通过
+    ``weights_only=True``。
+    """
+    check_instance("translator", translator, Translator)
+    checkpoint = {
+        "format": CHECKPOINT_FORMAT,
+        "config": dataclasses.asdict(translator.model.config),
+        "src_itos": list(translator.src_vocab.itos),
+        "tgt_itos": list(translator.tgt_vocab.itos),
+        "state_dict": translator.model.state_dict(),
+        "metrics": {name: _plain_metric(name, value) for name, value in metrics.items()},
+    }
+    # 先在内存里序列化，再一次写进文件：磁盘满时 write 抛出清楚的 OSError（直接写文件时
+    # torch 的 zip 写入器把它包成 "unexpected pos 64 vs 0" 这样的 RuntimeError）
+    buffer = io.BytesIO()
+    torch.save(checkpoint, buffer)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path) as file:
+        file.write(buffer.getbuffer())
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> Translator:
+    """读取 :func:`save_checkpoint` 存的检查点（``weights_only=True``：不执行检查点里的代码）。
+
+    先检查再建模型（见模块说明）；文件不存在时抛出 ``FileNotFoundError``，其余一切问题
+    （读不出、不是本书的检查点、缺键、配置越界、形状不符、权重有 nan/inf）都是
+    ``ValueError("checkpoint '路径' …")``。
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint at path={str(path)!r}")
+    checkpoint = _read_checkpoint(path, map_location)
+    config = _checked_config(path, checkpoint)
+    src_vocab = _checked_vocab(path, checkpoint, "src_itos", config.src_vocab_size)
+    tgt_vocab = _checked_vocab(path, checkpoint, "tgt_itos", config.tgt_vocab_size)
+    state_dict = _checked_state_dict(path, checkpoint["state_dict"], config)
+    metrics = checkpoint["metrics"]
+    if not isinstance(metrics, dict) or not all(isinstance(k, str) for k in metrics):
+        _refuse(path, f"has metrics that are not a dict with str keys: {shorten(metrics)}")
+    model = Transformer(config)
+    model.load_state_dict(state_dict)
+    model.eval()
+    return Translator(model, src_vocab, tgt_vocab, metrics=metrics)
+
+
+def _plain_metric(name: str, value) -> float | int | str | bool:
+    """指标 → Python 自带的 int/float/str/bool（``weights_only=True`` 只认这些）。"""
+    if isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(
+        f"metrics must be numbers or strings, got {name}={shorten(value)} "
+        f"of type {type(value).__name__}"
+    )
+
+
+def _refuse(path: Path, problem: str) -> NoReturn:
+    """读检查点失败的唯一出口：一个写明文件和问题的 ValueError。"""
+    raise ValueError(f"checkpoint {str(path)!r} {problem}")
+
+
+def _read_checkpoint(path: Path, map_location) -> dict:
+    """读出检查点的 dict，检查格式和键；读不出来（截断、空文件、随机字节、pickle 代码）时说明原因。"""
+    if not path.is_file():
+        _refuse(path, "is not a regular file (a directory or a device?)")
+    if path.stat().st_size == 0:
+        _refuse(path, "is empty (0 bytes): was its save interrupted?")
+    try:
+        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:  # noqa: BLE001 - torch 会抛出 RuntimeError、EOFError、UnpicklingError……
+        text = str(err)
+        if "Unsupported global" in text:  # pickle 想调用一个函数或建一个类：这正是要挡住的
+            found = re.search(r"GLOBAL (\S+)", text)
+            _refuse(
+                path,
+                "holds objects other than tensors, numbers and strings "
+                f"({found.group(1) if found else 'a Python object'}); refused by "
+                "torch.load(weights_only=True), nothing in it was run",
+            )
+        # 随机字节被当成 pickle 时 torch 的消息很长，有用的只是 "Unsupported operand N" 那一句
+        found = re.search(r"Unsupported operand \S+", text)
+        detail = found.group(0) if found else (text.splitlines() or [""])[0]
+        _refuse(
+            path,
+            "could not be read (truncated, or not written by torch.save): "
+            f"{type(err).__name__}: {detail[:120]}{'…' if len(detail) > 120 else ''}",
+        )
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
+        _refuse(
+            path,
+            f"is not a tinyformer translator checkpoint (expected format={CHECKPOINT_FORMAT!r})",
+        )
+    missing = [k for k in CHECKPOINT_KEYS if k not in checkpoint]
+    unexpected = sorted(str(k) for k in checkpoint if k not in CHECKPOINT_KEYS)
+    if missing or unexpected:
+        _refuse(path, f"has missing keys {missing} and unexpected keys {unexpected}")
+    return checkpoint
+
+
+def _checked_config(path: Path, checkpoint: dict) -> TransformerConfig:
+    """配置：字段齐全、类型和取值合法（TransformerConfig 自己检查）、不超过 CONFIG_LIMITS。"""
+    raw = checkpoint["config"]
+    if not isinstance(raw, dict):
+        _refuse(path, f"has a config of type {type(raw).__name__}, expected a dict")
+    fields = [f.name for f in dataclasses.fields(TransformerConfig)]
+    missing = [k for k in fields if k not in raw]
+    unexpected = sorted(str(k) for k in raw if k not in fields)
+    if missing or unexpected:
+        _refuse(path, f"has config with missing fields {missing} and unknown fields {unexpected}")
+    try:
+        config = TransformerConfig(**raw)
+    except (TypeError, ValueError) as err:
+        _refuse(path, f"has an invalid config: {err}")
+    for name, limit in CONFIG_LIMITS.items():
+        if getattr(config, name) > limit:
+            _refuse(path, f"has config {name}={getattr(config, name)}, above the limit {limit}")
+    if config.max_len * config.d_model > MAX_POSITIONAL_TABLE:
+        _refuse(
+            path,
+            f"has config max_len * d_model = {config.max_len} * {config.d_model}, above the limit "
+            f"{MAX_POSITIONAL_TABLE} for the positional table",
+        )
+    return config
+
+
+def _checked_vocab(path: Path, checkpoint: dict, key: str, size: int) -> Vocab:
+    itos = checkpoint[key]
+    if not isinstance(itos, list) or not all(isinstance(tok, str) for tok in itos):
+        _refuse(path, f"has {key} of type {type(itos).__name__}, expected a list of str")
+    if len(itos) != size:
+        _refuse(path, f"has {len(itos)} entries in {key} but config says {size}")
+    try:
+        return Vocab.from_itos(itos)
+    except ValueError as err:
+        _refuse(path, f"has an invalid {key}: {err}")
+
+
+def _checked_state_dict(path: Path, state_dict, config: TransformerConfig) -> dict:
+    """权重：键、形状、dtype 与按 config 建的模型一致，全是有限数。
+
+    "应有的形状"来自在 meta 设备上建的模型：它只有形状、没有数据，不占内存。
+    config 已经过 CONFIG_LIMITS，建它很快。
+    """
+    if not isinstance(state_dict, dict) or not all(
+        isinstance(k, str) and isinstance(v, Tensor) for k, v in state_dict.items()
+    ):
+        _refuse(path, "has a state_dict that is not a dict of str -> tensor")
+    with torch.device("meta"):
+        expected = Transformer(config).state_dict()
+    missing = [k for k in expected if k not in state_dict]
+    unexpected = [k for k in state_dict if k not in expected]
+    if missing or unexpected:
+        _refuse(
+            path,
+            f"has a state_dict that does not fit its config: {len(missing)} missing keys "
+            f"{missing[:3]}, {len(unexpected)} unexpected keys {unexpected[:3]}",
+        )
+    for name, tensor in state_dict.items():
+        want = expected[name]
+        if tensor.shape != want.shape or tensor.dtype != want.dtype:
+            _refuse(
+                path,
+                f"has state_dict[{name!r}] of shape {tuple(tensor.shape)} and dtype {tensor.dtype}, "
+                f"but its config needs shape {tuple(want.shape)} and dtype {want.dtype}",
+            )
+        bad = int((~torch.isfinite(tensor)).sum())
+        if bad:
+            _refuse(path, f"has {bad} non-finite values (nan or inf) in state_dict[{name!r}]")
+    return state_dict

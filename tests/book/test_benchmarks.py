@@ -1,0 +1,34 @@
+"""benchmarks/：每个基准脚本在极小规模（--tiny）下能跑通，最后一行是带比值的 JSON。
+
+这里只检查脚本没有坏掉；性能数字要在安静的机器上用默认规模运行才有意义。
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.kit import ROOT
+
+BENCHMARKS = ROOT / "benchmarks"
+
+
+@pytest.mark.parametrize(
+    "script, keys",
+    [
+        ("bench_attention.py", {"none_ratio_weights", "causal_ratio_fused"}),
+        ("bench_translation.py", {"ratio_ms_per_step", "decode_8_same_tokens"}),
+    ],
+)
+def test_benchmark_runs_at_tiny_size(script, keys):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--tiny", "--threads", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert keys <= summary.keys()
+    assert all(value > 0 for key, value in summary.items() if "ratio" in key)

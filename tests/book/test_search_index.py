@@ -1,0 +1,122 @@
+"""网页搜索能找到本书的复合术语：检查构建出的 ``_build/html/searchindex.js``（不构建）。
+
+``_ext/search_dict.py`` 由术语表生成 jieba 用户词典，Sphinx 才不会把“位置编码”切成“位置”“编码”。
+浏览器里的搜索框不分词（``searchtools.js`` 的 ``splitQuery`` 只按标点、空白切），整词“位置编码”
+必须是索引里的一个键。先运行 ``python3 tasks.py book``；没有构建结果时跳过，CI（``CI=true``，
+先构建、再测试）里则算失败。
+"""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from _ext import search_dict
+from tests.kit import ROOT
+
+GLOSSARY = ROOT / "chapters" / "appendix_glossary.md"
+
+# 术语 -> 讲解它的章节（必须都在这个词的索引条目里）
+EXPECTED = {
+    "位置编码": ["ch03_positional_encoding", "ch04_positional_proofs"],
+    "正弦位置编码": ["ch03_positional_encoding"],
+    "多头注意力": ["ch05_attention"],
+    "缩放点积注意力": ["ch05_attention"],
+    "掩码": ["ch05_attention", "ch07_encoder_decoder"],
+    "因果掩码": ["ch05_attention", "ch07_encoder_decoder"],
+    "填充掩码": ["ch05_attention"],
+    "层归一化": ["ch06_norm_residual_ffn"],
+    "残差连接": ["ch06_norm_residual_ffn"],
+    "交叉注意力": ["ch07_encoder_decoder"],
+    "束搜索": ["ch08_translation"],  # 第 8 章并入之后才检查（见 _expected_docs）
+}
+
+
+@pytest.fixture(scope="module")
+def index(site):
+    """构建出的搜索索引；没有构建结果时跳过，CI 里失败（conftest.py 的 site）。"""
+    text = (site / "searchindex.js").read_text(encoding="utf-8")
+    assert text.startswith("Search.setIndex("), text[:40]
+    return json.loads(text[len("Search.setIndex(") : text.rindex(")")])
+
+
+def _docs_for(index, word):
+    """这个词在哪些页面里：正文（terms）或标题（titleterms）。
+
+    Sphinx 把出现在标题里的词只记进 titleterms，不再重复记进 terms；``searchtools.js`` 两处都查。
+    """
+    found = set()
+    for key in ("terms", "titleterms"):
+        files = index[key].get(word, [])
+        found.update([files] if isinstance(files, int) else files)
+    return {index["docnames"][i].rsplit("/", 1)[-1] for i in found}
+
+
+def _expected_docs(index, docs):
+    """只要求已经在书里的章节（第 8 章在另一条分支上）。"""
+    present = {name.rsplit("/", 1)[-1] for name in index["docnames"]}
+    return [doc for doc in docs if doc in present]
+
+
+def test_glossary_terms_are_in_the_search_dictionary():
+    words = search_dict.dictionary_words(GLOSSARY.read_text(encoding="utf-8"))
+    assert set(EXPECTED) <= set(words)
+    assert all(" " not in w and len(w) > 1 for w in words)
+
+
+def test_glossary_parser():
+    text = (
+        "# 标题\n\n:::{glossary}\n:sorted:\n位置编码\npositional encoding\n  定义，含 位置 二字。\n\n"
+        "掩码\n  定义\n:::\n\n不是术语\n\n```{glossary}\n束搜索\n  定义\n```\n"
+    )
+    assert search_dict.glossary_terms(text) == ["位置编码", "positional encoding", "掩码", "束搜索"]
+    assert search_dict.dictionary_text(text) == "位置编码\n掩码\n束搜索\n"
+
+
+@pytest.mark.parametrize("word", list(EXPECTED))
+def test_term_is_an_index_key_for_the_chapters_that_teach_it(index, word):
+    docs = _docs_for(index, word)
+    assert "appendix_glossary" in docs, f"{word}：术语表页面不在索引条目里"
+    missing = set(_expected_docs(index, EXPECTED[word])) - docs
+    assert not missing, f"{word}：索引条目 {sorted(docs)} 缺少 {sorted(missing)}"
+
+
+NODE_DRIVER = """
+var document = {documentElement: {dataset: {}}}, window = {location: {search: ""}};
+var localStorage = {setItem() {}}, SPHINX_HIGHLIGHT_ENABLED = false, _ready = () => {};
+%(language_data)s
+%(searchtools)s
+Search._index = %(index)s;
+const found = {};
+for (const query of %(queries)s) {
+  const [, searchTerms, excludedTerms] = Search._parseQuery(query);
+  found[query] = Search.performTermsSearch(searchTerms, excludedTerms).map((r) => r[0]);
+}
+console.log(JSON.stringify(found));
+"""
+
+
+def test_browser_query_finds_the_chapters(index, site, tmp_path):
+    """把整词当作查询，交给构建出的 searchtools.js 本身（在 Node 里运行）：结果里要有讲解它的章节。"""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("没有 node：只检查了索引（上面的测试），没有运行 searchtools.js")
+    static = site / "_static"
+    script = tmp_path / "query.js"
+    script.write_text(
+        NODE_DRIVER
+        % {
+            "language_data": (static / "language_data.js").read_text(encoding="utf-8"),
+            "searchtools": (static / "searchtools.js").read_text(encoding="utf-8"),
+            "index": json.dumps(index, ensure_ascii=False),
+            "queries": json.dumps(list(EXPECTED), ensure_ascii=False),
+        },
+        encoding="utf-8",
+    )
+    result = subprocess.run([node, str(script)], capture_output=True, text=True, check=True)
+    found = json.loads(result.stdout)
+    for word, docs in EXPECTED.items():
+        pages = {name.rsplit("/", 1)[-1] for name in found[word]}
+        missing = set(_expected_docs(index, docs)) - pages
+        assert not missing, f"搜索“{word}”：结果 {sorted(pages)} 缺少 {sorted(missing)}"

@@ -1,0 +1,73 @@
+"""网站是轻的（issue 12 第 6 条）：扫描 _build/html（不构建，也不开浏览器）。
+
+- 整个网站 ≤ 20 MB（_ext/light_pages.py 删掉页面从不加载的 MathJax 组件、主题翻译目录、source map 与
+  FontAwesome 的 JS；控件管理器用 embed.js，见 tools/web_assets.py）；
+- 每一页连同它引用的脚本、样式、图片，以及它运行时会加载的 MathJax 与控件字体 ≤ 6 MB。这里按 HTML
+  里的引用静态地估计；tests/book/test_browser.py 在浏览器里按真实请求再量一遍。
+
+没有构建结果时跳过，CI（CI=true）里失败（conftest.py 的 site）。
+"""
+
+import re
+
+import pytest
+
+from _ext.light_pages import REPORT_PAGE, html_pages, page_weight, site_weight, weight_report
+from tests.kit import SITE
+
+SITE_BUDGET = (
+    20_000_000  # 字节；第 8 章翻译器的模型与运行时另有上限（tests/test_live_translator.py）
+)
+PAGE_BUDGET = 6_000_000
+
+
+def pages() -> list[str]:
+    return [p.relative_to(SITE).as_posix() for p in html_pages(SITE)] if SITE.exists() else []
+
+
+def test_site_is_within_budget(site):
+    total, translator = site_weight(site)
+    assert total - translator <= SITE_BUDGET, (
+        f"网站（不算翻译器）{(total - translator) / 1e6:.1f} MB"
+    )
+    mathjax = sum(p.stat().st_size for p in (site / "_static" / "mathjax").rglob("*"))
+    assert mathjax < 3_000_000, f"MathJax 还有 {mathjax / 1e6:.1f} MB"
+
+
+def test_the_estimate_counts_what_a_widget_page_loads(site):
+    files = page_weight(site / "chapters" / "ch05_attention.html", site)
+    assert "_static/mathjax/tex-chtml.js" in files
+    assert "_static/vega/vega.min.js" in files
+    assert any(f.startswith("_images/") for f in files)
+    html = (site / "chapters" / "ch01_overview.html").read_text(encoding="utf-8")
+    if "widget-state+json" in html:  # 有 ipywidgets 控件的页面加载控件管理器
+        assert "_static/html-manager/embed.js" in page_weight(
+            site / "chapters" / "ch01_overview.html", site
+        )
+
+
+def test_the_appendix_reports_the_measured_weight(site):
+    """附录“执行统计”写的网站重量与最重的一页，就是此刻量出来的（由构建的最后一步填写）。"""
+    html = (site / REPORT_PAGE).read_text(encoding="utf-8")
+    written = re.search(r'<span class="site-weight">(.*?)</span>', html, re.S)
+    assert written, "附录页里没有称重结果"
+    assert written.group(1) == weight_report(site)
+    assert "MB" in written.group(1) and "最重的一页" in written.group(1)
+
+
+@pytest.mark.parametrize("name", pages())
+def test_page_with_its_assets_is_within_budget(site, name):
+    files = page_weight(site / name, site)
+    total = sum(files.values())
+    heaviest = sorted(files.items(), key=lambda kv: -kv[1])[:3]
+    assert total <= PAGE_BUDGET, f"{name}: {total / 1e6:.2f} MB，最重的 {heaviest}"
+
+
+@pytest.mark.parametrize("name", pages())
+def test_only_pages_that_show_a_widget_load_the_widget_manager(site, name):
+    """控件管理器（embed.js，1.9 MB）只给网页上真有控件显示的页面加载：只在内核里有用的控件，
+    单元格标为 remove-output，执行时不存控件状态（tools/execute_notebooks.py 的 shows_a_widget）。"""
+    html = (site / name).read_text(encoding="utf-8")
+    loads_manager = "_static/html-manager/embed.js" in page_weight(site / name, site)
+    shows_widget = 'type="application/vnd.jupyter.widget-view+json"' in html
+    assert loads_manager == shows_widget, (name, loads_manager, shows_widget)

@@ -1,0 +1,702 @@
+"""坏输入一览（第二部分，issue 16）：每个坏输入都有一个清楚的结局，消息钉死在表里。
+
+四张表，与 ``test_checks.py`` 的 ``BAD_INPUTS``（构造函数和 forward 的参数）一起数：
+
+- ``API``：nan/inf、种子范围、dtype 不符、损失的 ignore_index、解码的编号、翻译器……
+  → ``ValueError``/``TypeError``，消息写明参数、取值和规则；
+- ``CHECKPOINTS``：坏的或故意构造的检查点文件 → ``load_checkpoint`` 抛出 **一个**
+  ``ValueError("checkpoint '路径' …")``，在建模型之前；
+- ``TRAIN_CLI``、``TRANSLATE_CLI``：命令行参数 → 非零退出码 + stderr 上恰好一行 ``错误：…``，
+  训练开始之前；最后几条真的起子进程跑 ``python -m``，确认没有 traceback。
+
+写到一半被打断的检查点见 ``test_atomic.py``。
+"""
+
+import copy
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB
+from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB
+from tests.kit import tiny_transformer as tiny_model
+from tests.kit import tiny_translator
+from tests.unit.test_checks import BAD_INPUTS as CONSTRUCTOR_AND_FORWARD_INPUTS
+from tinyformer import (
+    GPT,
+    EncoderLayer,
+    GPTConfig,
+    LayerNorm,
+    MultiHeadAttention,
+    PositionalEncoding,
+    PositionWiseFFN,
+    Transformer,
+    beam_search,
+    cli,
+    greedy_decode,
+    scaled_dot_product_attention,
+    shift_matrix,
+    sinusoidal_encoding,
+)
+from tinyformer.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.layers import recording_weights
+from tinyformer.text import ZhTokenizer, detokenize_en, tokenize_zh
+from tinyformer.training import fit_translator, label_smoothed_cross_entropy, train, warmup_lr
+from tinyformer.translator import Translator, new_translator
+
+C = 16  # tiny_transformer、tiny_translator 的 d_model
+
+
+def tiny_gpt() -> GPT:
+    torch.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=20, max_len=8, d_model=C, num_heads=4, num_layers=1)).eval()
+
+
+EXAMPLES = [([4, 5, 6], [2, 7, 8, 3]), ([5, 6], [2, 8, 3])]
+SRC = torch.tensor([[4, 5, 6]])
+x16 = torch.zeros(2, 3, C)
+LOGITS, TARGET = torch.zeros(2, 3, 7), torch.tensor([[1, 2, 3], [4, 5, 0]])
+
+
+def _train(**kwargs):
+    return train(tiny_model(), EXAMPLES, **{"max_steps": 1, "progress": False, **kwargs})
+
+
+def _translate(sentence, **kwargs):
+    return tiny_translator().translate(sentence, **kwargs)
+
+
+def _save(tmp, **metrics):
+    save_checkpoint(tiny_translator(), tmp / "m.pt", **metrics)
+
+
+def _save_under_a_file(tmp):
+    (tmp / "file.txt").write_text("x")
+    save_checkpoint(tiny_translator(), tmp / "file.txt" / "m.pt")  # 所在"文件夹"其实是个文件
+
+
+LONG = "好" * 40_000  # 4 万个字符：消息里只引用开头
+# (编号, 调用(tmp_path), 异常类型, 消息正则)
+API = [
+    # nan / inf：在没有意义的地方一律拒绝
+    ("layernorm-eps-inf", lambda t: LayerNorm(C, eps=math.inf), ValueError,
+     r"^eps must be a finite positive number, got eps=inf$"),
+    ("layernorm-eps-nan", lambda t: LayerNorm(C, eps=math.nan), ValueError,
+     r"^eps must be a finite positive number, got eps=nan$"),
+    ("layernorm-eps-negative", lambda t: LayerNorm(C, eps=-1e-5), ValueError,
+     r"^eps must be a finite positive number, got eps=-1e-05$"),
+    ("layernorm-eps-str", lambda t: LayerNorm(C, eps="1e-5"), ValueError,
+     r"^eps must be a finite positive number, got eps='1e-5'$"),
+    ("pe-base-inf", lambda t: sinusoidal_encoding(10, C, base=math.inf), ValueError,
+     r"^base must be a finite positive number, got base=inf$"),
+    ("pe-base-nan", lambda t: sinusoidal_encoding(10, C, base=math.nan), ValueError,
+     r"^base must be a finite positive number, got base=nan$"),
+    ("pe-base-zero", lambda t: sinusoidal_encoding(10, C, base=0), ValueError,
+     r"^base must be a finite positive number, got base=0$"),
+    ("pe-module-base-inf", lambda t: PositionalEncoding(C, base=-math.inf), ValueError,
+     r"^base must be a finite positive number, got base=-inf$"),
+    ("shift-base-inf", lambda t: shift_matrix(1, C, base=math.inf), ValueError,
+     r"^base must be a finite positive number, got base=inf$"),
+    ("pe-max_len-float", lambda t: sinusoidal_encoding(10.0, C), ValueError,
+     r"^max_len must be a positive integer, got max_len=10.0$"),
+    ("pe-max_len-bool", lambda t: sinusoidal_encoding(True, C), ValueError,
+     r"^max_len must be a positive integer, got max_len=True$"),
+    ("gpt-temperature-inf", lambda t: tiny_gpt().generate(SRC, 2, temperature=math.inf),
+     ValueError, r"^temperature must be a finite positive number, got temperature=inf$"),
+    ("gpt-temperature-nan", lambda t: tiny_gpt().generate(SRC, 2, temperature=math.nan),
+     ValueError, r"^temperature must be a finite positive number, got temperature=nan$"),
+    ("gpt-temperature-negative", lambda t: tiny_gpt().generate(SRC, 2, temperature=-1.0),
+     ValueError, r"^temperature must be a finite positive number, got temperature=-1.0$"),
+    ("gpt-temperature-underflow", lambda t: tiny_gpt().generate(SRC, 2, temperature=1e-45),
+     ValueError, r"^temperature=1e-45 is too small: logits / temperature overflows torch.float32; "
+     r"use greedy=True to always take the most likely token$"),
+    ("gpt-top_k-float", lambda t: tiny_gpt().generate(SRC, 2, top_k=2.5), ValueError,
+     r"^top_k must be a positive integer, got top_k=2.5$"),
+    ("beam-alpha-inf", lambda t: beam_search(tiny_model(), SRC, 2, 3, max_len=4, alpha=math.inf),
+     ValueError, r"^alpha must be a finite number >= 0, got alpha=inf$"),
+    ("beam-alpha-nan", lambda t: beam_search(tiny_model(), SRC, 2, 3, max_len=4, alpha=math.nan),
+     ValueError, r"^alpha must be a finite number >= 0, got alpha=nan$"),
+    ("warmup-d_model-negative", lambda t: warmup_lr(1, -512, 4000), ValueError,
+     r"^d_model must be a positive integer, got d_model=-512$"),
+    ("warmup-d_model-zero", lambda t: warmup_lr(1, 0, 4000), ValueError,
+     r"^d_model must be a positive integer, got d_model=0$"),
+    ("warmup-factor-inf", lambda t: warmup_lr(1, 512, 4000, factor=math.inf), ValueError,
+     r"^factor must be a finite number >= 0, got factor=inf$"),
+    ("warmup-factor-nan", lambda t: warmup_lr(1, 512, 4000, factor=math.nan), ValueError,
+     r"^factor must be a finite number >= 0, got factor=nan$"),
+    ("warmup-factor-negative", lambda t: warmup_lr(1, 512, 4000, factor=-1.0), ValueError,
+     r"^factor must be a finite number >= 0, got factor=-1.0$"),
+    ("warmup-step-float", lambda t: warmup_lr(1.5, 512, 4000), ValueError,
+     r"^step must be a positive integer, got step=1.5$"),
+    # 训练循环
+    ("train-max_seconds-inf", lambda t: _train(max_steps=None, max_seconds=math.inf), ValueError,
+     r"^max_seconds must be a finite positive number, got max_seconds=inf$"),
+    ("train-max_seconds-nan", lambda t: _train(max_seconds=math.nan), ValueError,
+     r"^max_seconds must be a finite positive number, got max_seconds=nan$"),
+    ("train-max_seconds-negative", lambda t: _train(max_seconds=-1), ValueError,
+     r"^max_seconds must be a finite positive number, got max_seconds=-1$"),
+    ("train-max_steps-float", lambda t: _train(max_steps=1.5), ValueError,
+     r"^max_steps must be a positive integer, got max_steps=1.5$"),
+    ("train-lr_factor-inf", lambda t: _train(lr_factor=math.inf), ValueError,
+     r"^lr_factor must be a finite number >= 0, got lr_factor=inf$"),
+    ("train-lr_factor-nan", lambda t: _train(lr_factor=math.nan), ValueError,
+     r"^lr_factor must be a finite number >= 0, got lr_factor=nan$"),
+    ("train-diverges", lambda t: _train(max_steps=5, lr_factor=1e30), ValueError,
+     r"^training diverged: the loss became (nan|inf) at step \d; lower lr_factor=1e\+30 "
+     r"or raise warmup=400$"),
+    ("train-seed-huge", lambda t: _train(seed=2**70), ValueError,
+     r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=1180591620717411303424$"),
+    ("train-seed-negative", lambda t: _train(seed=-1), ValueError,
+     r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=-1$"),
+    ("train-seed-float", lambda t: _train(seed=1.0), TypeError,
+     r"^seed must be an integer, got seed=1.0$"),
+    ("train-smoothing-nan", lambda t: _train(smoothing=math.nan), ValueError,
+     r"^smoothing must be in \[0, 1\), got smoothing=nan$"),
+    ("train-batch_size-zero", lambda t: _train(batch_size=0), ValueError,
+     r"^batch_size must be a positive integer, got batch_size=0$"),
+    ("build-seed-huge", lambda t: new_translator(SRC_VOCAB, TGT_VOCAB, seed=2**64), ValueError,
+     r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=18446744073709551616$"),
+    # 损失：ignore_index 与 F.cross_entropy 一致，其余编号必须在 [0, V) 内
+    ("loss-target-float", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET.float()),
+     TypeError, r"^target must be an integer tensor, got dtype=torch.float32$"),
+    ("loss-target-too-big", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET + 3),
+     ValueError, r"^target must be in \[0, V\) = \[0, 7\), got 7$"),
+    ("loss-target-negative", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET - 5),
+     ValueError, r"^target must be in \[0, V\) = \[0, 7\), got -4$"),
+    ("loss-target-not-ignored",
+     lambda t: label_smoothed_cross_entropy(LOGITS, TARGET.masked_fill(TARGET == 0, -100)),
+     ValueError, r"^target must be in \[0, V\) = \[0, 7\), got -100$"),
+    ("loss-ignore_index-float", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET, 0.1, 0.5),
+     TypeError, r"^ignore_index must be an integer, got ignore_index=0.5$"),
+    ("loss-logits-int", lambda t: label_smoothed_cross_entropy(LOGITS.long(), TARGET), TypeError,
+     r"^logits must be a floating-point tensor, got dtype=torch.int64; "
+     r"convert it with logits.float\(\)$"),
+    ("loss-target-list", lambda t: label_smoothed_cross_entropy(LOGITS, [[1, 2, 3]]), ValueError,
+     r"^target must have shape logits.shape\[:-1\] = \(2, 3\), got list$"),
+    # 解码：<bos>/<eos> 编号
+    ("greedy-bos-float", lambda t: greedy_decode(tiny_model(), SRC, 2.0, 3, max_len=4), TypeError,
+     r"^bos_id must be an integer, got bos_id=2.0$"),
+    ("greedy-bos-too-big", lambda t: greedy_decode(tiny_model(), SRC, 12, 3, max_len=4),
+     ValueError, r"^bos_id must be in \[0, tgt_vocab_size\) = \[0, 12\), got bos_id=12$"),
+    ("greedy-eos-negative", lambda t: greedy_decode(tiny_model(), SRC, 2, -1, max_len=4),
+     ValueError, r"^eos_id must be in \[0, tgt_vocab_size\) = \[0, 12\), got eos_id=-1$"),
+    ("greedy-eos-none", lambda t: greedy_decode(tiny_model(), SRC, 2, None, max_len=4), TypeError,
+     r"^eos_id must be an integer, got eos_id=None$"),
+    ("beam-bos-tensor", lambda t: beam_search(tiny_model(), SRC, torch.tensor(2), 3, max_len=4),
+     TypeError, r"^bos_id must be an integer, got bos_id=tensor\(2\)$"),
+    ("beam-size-float", lambda t: beam_search(tiny_model(), SRC, 2, 3, beam_size=2.0, max_len=4),
+     ValueError, r"^beam_size must be a positive integer, got beam_size=2.0$"),
+    ("greedy-src-ids-too-big", lambda t: greedy_decode(tiny_model(), SRC + 10, 2, 3, max_len=4),
+     ValueError, r"^ids must be in \[0, vocab_size\) = \[0, 12\), got 14$"),
+    # dtype 不符：消息写明两个 dtype 和改法
+    ("mha-fp16-input", lambda t: MultiHeadAttention(C, 4)(x16.half(), x16.half(), x16.half()),
+     TypeError, r"^query has dtype=torch.float16 but the module's weights have dtype=torch.float32; "
+     r"convert the input with query.to\(torch.float32\) or the module with .to\(torch.float16\)$"),
+    ("mha-int64-input", lambda t: MultiHeadAttention(C, 4)(x16.long(), x16, x16), TypeError,
+     r"^query must be a floating-point tensor, got dtype=torch.int64; convert it with query.float\(\)$"),
+    ("mha-fp64-value", lambda t: MultiHeadAttention(C, 4)(x16, x16, x16.double()), TypeError,
+     r"^value has dtype=torch.float64 but the module's weights have dtype=torch.float32"),
+    ("sdpa-int64", lambda t: scaled_dot_product_attention(x16.long(), x16, x16), TypeError,
+     r"^query must be a floating-point tensor, got dtype=torch.int64"),
+    ("sdpa-key-fp16", lambda t: scaled_dot_product_attention(x16, x16.half(), x16), TypeError,
+     r"^key and query must have the same dtype, got key dtype=torch.float16, "
+     r"query dtype=torch.float32; convert one with .to\(dtype\)$"),
+    ("sdpa-value-bf16", lambda t: scaled_dot_product_attention(x16, x16, x16.bfloat16()),
+     TypeError, r"^value and query must have the same dtype, got value dtype=torch.bfloat16"),
+    ("layernorm-int64", lambda t: LayerNorm(C)(x16.long()), TypeError,
+     r"^x must be a floating-point tensor, got dtype=torch.int64; convert it with x.float\(\)$"),
+    ("layernorm-bool", lambda t: LayerNorm(C)(x16.bool()), TypeError,
+     r"^x must be a floating-point tensor, got dtype=torch.bool"),
+    ("ffn-int64", lambda t: PositionWiseFFN(C, 32)(x16.long()), TypeError,
+     r"^x must be a floating-point tensor, got dtype=torch.int64"),
+    ("ffn-fp64", lambda t: PositionWiseFFN(C, 32)(x16.double()), TypeError,
+     r"^x has dtype=torch.float64 but the module's weights have dtype=torch.float32"),
+    ("encoder-layer-fp16", lambda t: EncoderLayer(C, 4, 32)(x16.half()), TypeError,
+     r"^query has dtype=torch.float16 but the module's weights have dtype=torch.float32"),
+    # 很长的输入：消息只引用开头并注明长度
+    ("activation-long-str", lambda t: PositionWiseFFN(C, 32, activation="x" * 100_000),
+     ValueError, r"^activation must be one of 'relu', 'gelu', 'gelu_tanh', "
+     r"got activation='x{60}'…（共 100000 个字符）$"),
+    ("norm_first-long-str", lambda t: EncoderLayer(C, 4, 32, norm_first="y" * 5000), TypeError,
+     r"^norm_first must be a bool, got norm_first='y{60}'…（共 5000 个字符）$"),
+    ("config-d_model-long-list", lambda t: GPTConfig(vocab_size=list(range(10_000))), ValueError,
+     r"^vocab_size must be a positive integer, got vocab_size=\[0, 1, 2, .*…（repr 共 \d+ 个字符）$"),
+    # 翻译器
+    ("translate-long-unknown", lambda t: _translate(LONG), ValueError,
+     r"^sentence '好{60}'…（共 40000 个字符） has words not in the source vocabulary: "
+     r"\['好好'\]; the model can only translate words it was trained on$"),
+    ("translate-many-unknown", lambda t: _translate("上海广州深圳杭州南京天津重庆成都武汉西安苏州"),
+     ValueError, r"has words not in the source vocabulary: \[.*\]…（共 1\d 个）; the model can only"),
+    ("translate-too-many-words", lambda t: _translate("我明天去北京。" * 20), ValueError,
+     r"^sentence '我明天去北京。我明天去北京。.*'…（共 140 个字符） has 100 words, but the model reads "
+     r"at most max_len=80; split it into shorter sentences$"),
+    ("translate-empty", lambda t: _translate(""), ValueError,
+     r"^sentence must contain at least one word, got ''$"),
+    ("translate-not-str", lambda t: _translate(123), TypeError,
+     r"^sentences must be a str or a list of str, got int$"),
+    ("translate-list-of-int", lambda t: _translate(["我明天去北京。", 5]), TypeError,
+     r"^sentences must be a str or a list of str, got list$"),
+    ("translate-beam-zero", lambda t: _translate("我明天去北京。", beam_size=0), ValueError,
+     r"^beam_size must be a positive integer, got beam_size=0$"),
+    ("save-metric-object", lambda t: _save(t, bleu=object()), TypeError,
+     r"^metrics must be numbers or strings, got bleu=<object object at .*> of type object$"),
+    ("save-metric-tensor", lambda t: _save(t, bleu=torch.tensor([1.0, 2.0])), TypeError,
+     r"^metrics must be numbers or strings, got bleu=tensor\(\[1., 2.\]\) of type Tensor$"),
+    ("save-metric-list", lambda t: _save(t, losses=[1.0, 2.0]), TypeError,
+     r"^metrics must be numbers or strings, got losses=\[1.0, 2.0\] of type list$"),
+    ("save-to-directory", lambda t: save_checkpoint(tiny_translator(), t), ValueError,
+     r"^path must be a regular file, got path='.*'$"),
+    ("save-to-dev-null", lambda t: save_checkpoint(tiny_translator(), "/dev/null"), ValueError,
+     r"^path must be a regular file, got path='/dev/null'$"),
+    ("save-under-a-file", lambda t: _save_under_a_file(t), OSError, r"File exists|Not a directory"),
+    ("fit-corpus-type", lambda t: fit_translator(corpus=[]), TypeError,
+     r"^corpus must be a TranslationCorpus or None, got list$"),
+    ("save-not-a-translator", lambda t: save_checkpoint(tiny_translator().model, t / "m.pt"), TypeError,
+     r"^translator must be a Translator, got Transformer$"),
+    # 分词器、翻译器的分词规则、留下注意力权重
+    ("zh-tokenizer-split-one-part", lambda t: ZhTokenizer(splits=[("不去",)]), ValueError,
+     r"^splits must hold sequences of at least two non-empty str, got the entry \('不去',\)$"),
+    ("zh-tokenizer-split-empty", lambda t: ZhTokenizer(splits=[("不", "")]), ValueError,
+     r"^splits must hold sequences of at least two non-empty str, got the entry \('不', ''\)$"),
+    ("tokenize-zh-two-modes", lambda t: tokenize_zh("我", cut_all=True, search=True), ValueError,
+     r"^cut_all and search are two different modes; give at most one$"),
+    ("tokenize-zh-bytes", lambda t: ZhTokenizer()(b"x"), TypeError, r"^text must be a str, got bytes$"),
+    ("detokenize-proper-nouns-str", lambda t: detokenize_en(["i"], "Beijing"), TypeError,
+     r"^proper_nouns must be a list of words, not the str 'Beijing'$"),
+    ("translator-tokenizer-not-callable", lambda t: Translator(tiny_translator().model, SRC_VOCAB,
+     TGT_VOCAB, tokenizer="jieba"), TypeError, r"^tokenizer must be callable, got str$"),
+    ("recording-weights-not-a-layer", lambda t: recording_weights(MultiHeadAttention(C, 4)).__enter__(),
+     TypeError, r"^layers must be EncoderLayer or DecoderLayer, got MultiHeadAttention$"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "call, error, message", [row[1:] for row in API], ids=[row[0] for row in API]
+)
+def test_bad_api_input(tmp_path, call, error, message):
+    with pytest.raises(error, match=message):
+        call(tmp_path)
+
+
+# ---------------------------------------------------------------- 检查点文件
+@pytest.fixture(scope="module")
+def good_checkpoint(tmp_path_factory):
+    """一个好的检查点（dict）；每一行在它的副本上做一处改动。"""
+    path = tmp_path_factory.mktemp("good") / "good.pt"
+    save_checkpoint(tiny_translator(), path, test_bleu=12.5)
+    return torch.load(path, weights_only=True)
+
+
+def _with(**changes):
+    """把检查点的顶层键换成 ``changes``（值为 ``...`` 表示删掉这个键）。"""
+
+    def change(ck):
+        for key, value in changes.items():
+            if value is ...:
+                del ck[key]
+            else:
+                ck[key] = value
+        return ck
+
+    return change
+
+
+def _config(**changes):
+    def change(ck):
+        for key, value in changes.items():
+            if value is ...:
+                del ck["config"][key]
+            else:
+                ck["config"][key] = value
+        return ck
+
+    return change
+
+
+def _weights(change_one):
+    def change(ck):
+        change_one(ck["state_dict"])
+        return ck
+
+    return change
+
+
+def _first_weight_nan(sd):
+    sd["src_embed.embedding.weight"][0, 0] = math.nan
+
+
+def _all_nan(sd):
+    for tensor in sd.values():
+        tensor.fill_(math.nan)
+
+
+def _inf_in_ffn(sd):
+    sd["encoder_layers.0.ffn.linear1.weight"][3, 4] = -math.inf
+
+
+def _bigger_model_weights(ck):
+    bigger = new_translator(
+        SRC_VOCAB, TGT_VOCAB, seed=0, d_model=32, num_heads=4, num_layers=1, d_ff=32
+    )
+    ck["state_dict"] = bigger.model.state_dict()
+    return ck
+
+
+class Payload:
+    def __reduce__(self):  # weights_only=True 必须拒绝它，print 不会被调用
+        return (print, ("pwned",))
+
+
+def _bytes(data):
+    return lambda ck: data
+
+
+def _file_bytes(ck, tmp_path, what):
+    good = tmp_path / "good.pt"
+    torch.save(ck, good)
+    data = good.read_bytes()
+    return {"half": data[: len(data) // 2], "671": data[:671], "minus-one": data[:-1]}[what]
+
+
+SWAPPED = [SRC_VOCAB.itos[1], SRC_VOCAB.itos[0], *SRC_VOCAB.itos[2:]]
+READ = r"could not be read \(truncated, or not written by torch.save\): "
+# (编号, 改动：检查点 dict → dict / bytes / 特殊值, 消息正则（接在 "checkpoint '路径' " 之后）)
+CHECKPOINTS = [
+    ("empty-file", _bytes(b""), r"is empty \(0 bytes\): was its save interrupted\?"),
+    ("truncated-half", "half", READ + r"(RuntimeError: PytorchStreamReader failed|OSError: \[Errno 22\])"),
+    ("truncated-671-bytes", "671", READ + r"RuntimeError: PytorchStreamReader failed reading zip archive"),
+    ("truncated-last-byte", "minus-one", READ + r"(RuntimeError: PytorchStreamReader failed|OSError: \[Errno 22\])"),
+    ("random-bytes", _bytes(bytes(range(256)) * 16), READ + r"UnpicklingError: Unsupported operand"),
+    ("text-file", _bytes("我明天去北京。\n".encode()), READ + r"\w+Error"),
+    ("json-file", _bytes(b'{"format": "tinyformer-translator-1"}'), READ + r"\w+Error"),
+    ("pickle-payload", "payload", r"holds objects other than tensors, numbers and strings \(print\); "
+     r"refused by torch.load\(weights_only=True\), nothing in it was run"),
+    ("pickle-payload-legacy-format", "payload-legacy",
+     r"holds objects other than tensors, numbers and strings \(print\)"),
+    ("numpy-metric", _with(metrics={"bleu": np.arange(3)}), r"holds objects other than tensors"),
+    ("a-tensor", lambda ck: torch.zeros(3), r"is not a tinyformer translator checkpoint "
+     r"\(expected format='tinyformer-translator-1'\)"),
+    ("a-list", lambda ck: [ck], r"is not a tinyformer translator checkpoint"),
+    ("no-format", _with(format=...), r"is not a tinyformer translator checkpoint"),
+    ("old-format", _with(format="tinyformer-translator-0"), r"is not a tinyformer translator"),
+    ("missing-metrics", _with(metrics=...),
+     r"has missing keys \['metrics'\] and unexpected keys \[\]"),
+    ("missing-state_dict", _with(state_dict=...), r"has missing keys \['state_dict'\]"),
+    ("missing-config-and-itos", _with(config=..., src_itos=...),
+     r"has missing keys \['config', 'src_itos'\]"),
+    ("extra-key", _with(optimizer={}), r"has missing keys \[\] and unexpected keys \['optimizer'\]"),
+    ("config-list", _with(config=[16, 4]), r"has a config of type list, expected a dict"),
+    ("config-missing-field", _config(d_model=...),
+     r"has config with missing fields \['d_model'\] and unknown fields \[\]"),
+    ("config-unknown-field", _config(n_layers=2),
+     r"has config with missing fields \[\] and unknown fields \['n_layers'\]"),
+    ("config-d_model-str", _config(d_model="16"),
+     r"has an invalid config: d_model must be a positive integer, got d_model='16'"),
+    ("config-d_model-zero", _config(d_model=0), r"has an invalid config: d_model must be a positive"),
+    ("config-heads-not-dividing", _config(num_heads=3),
+     r"has an invalid config: d_model must be divisible by num_heads, got d_model=16, num_heads=3"),
+    ("config-dropout", _config(dropout=1.5), r"has an invalid config: dropout must be in \[0, 1\)"),
+    ("config-dropout-nan", _config(dropout=math.nan), r"invalid config: dropout must be in \[0, 1\), got dropout=nan"),
+    ("config-activation", _config(activation="swish"), r"invalid config: activation must be one of"),
+    ("config-norm_first-str", _config(norm_first="yes"), r"invalid config: norm_first must be a bool"),
+    ("config-pad_id", _config(pad_id=99), r"invalid config: pad_id must be a valid id"),
+    ("config-max_len-2**31", _config(max_len=2**31), r"has config max_len=2147483648, above the limit 65536"),
+    ("config-layers-10**6", _config(num_encoder_layers=10**6),
+     r"has config num_encoder_layers=1000000, above the limit 256"),
+    ("config-vocab-10**9", _config(src_vocab_size=10**9), r"has config src_vocab_size=1000000000, above"),
+    ("config-huge-positional-table", _config(max_len=65536, d_model=512),
+     r"has config max_len \* d_model = 65536 \* 512, above the limit 16777216 for the positional table"),
+    ("src_itos-dict", _with(src_itos={"<pad>": 0}), r"has src_itos of type dict, expected a list of str"),
+    ("src_itos-int-entry", lambda ck: ck["src_itos"].__setitem__(5, 5) or ck,
+     r"has src_itos of type list, expected a list of str"),
+    ("src_itos-short", lambda ck: ck["src_itos"].pop() and ck, r"has 13 entries in src_itos but config says 14"),
+    ("tgt_itos-duplicate", lambda ck: ck["tgt_itos"].__setitem__(-1, "i") or ck,
+     r"has an invalid tgt_itos: itos must start with .* with 1 duplicates"),
+    ("src_itos-specials-swapped", _with(src_itos=SWAPPED), r"has an invalid src_itos: itos must start with"),
+    ("state_dict-list", lambda ck: _with(state_dict=list(ck["state_dict"].values()))(ck),
+     r"has a state_dict that is not a dict of str -> tensor"),
+    ("state_dict-float-value", _weights(lambda sd: sd.__setitem__("output.weight", 1.0)),
+     r"has a state_dict that is not a dict of str -> tensor"),
+    ("state_dict-missing-key", _weights(lambda sd: sd.pop("encoder_layers.0.norm1.bias")),
+     r"does not fit its config: 1 missing keys \['encoder_layers.0.norm1.bias'\], 0 unexpected"),
+    ("state_dict-extra-key", _weights(lambda sd: sd.__setitem__("encoder_layers.1.norm1.bias", torch.zeros(C))),
+     r"does not fit its config: 0 missing keys \[\], 1 unexpected keys \['encoder_layers.1.norm1.bias'\]"),
+    ("state_dict-other-model", _bigger_model_weights,
+     r"has state_dict\['src_embed.embedding.weight'\] of shape \(14, 32\) and dtype torch.float32, "
+     r"but its config needs shape \(14, 16\) and dtype torch.float32"),
+    ("state_dict-transposed", _weights(lambda sd: sd.__setitem__(
+        "encoder_layers.0.ffn.linear1.weight", sd["encoder_layers.0.ffn.linear1.weight"].T)),
+     r"has state_dict\['encoder_layers.0.ffn.linear1.weight'\] of shape \(16, 32\)"),
+    ("state_dict-float64", _weights(lambda sd: sd.__setitem__("output.weight", sd["output.weight"].double())),
+     r"has state_dict\['output.weight'\] of shape \(11, 16\) and dtype torch.float64"),
+    ("state_dict-int", _weights(lambda sd: sd.__setitem__(
+        "decoder_layers.0.norm3.weight", sd["decoder_layers.0.norm3.weight"].long())),
+     r"has state_dict\['decoder_layers.0.norm3.weight'\] of shape \(16,\) and dtype torch.int64"),
+    ("one-nan-weight", _weights(_first_weight_nan),
+     r"has 1 non-finite values \(nan or inf\) in state_dict\['src_embed.embedding.weight'\]"),
+    ("all-nan-weights", _weights(_all_nan),
+     r"has 224 non-finite values \(nan or inf\) in state_dict\['src_embed.embedding.weight'\]"),
+    ("inf-weight", _weights(_inf_in_ffn),
+     r"has 1 non-finite values \(nan or inf\) in state_dict\['encoder_layers.0.ffn.linear1.weight'\]"),
+    ("metrics-list", _with(metrics=[1.0]), r"has metrics that are not a dict with str keys: \[1.0\]"),
+    ("metrics-int-keys", _with(metrics={1: 2.0}), r"has metrics that are not a dict with str keys: \{1: 2.0\}"),
+    ("a-directory", "directory", r"is not a regular file \(a directory or a device\?\)"),
+]  # fmt: skip
+
+
+def _write(row_change, ck, path):
+    if row_change == "payload":
+        torch.save({"format": "tinyformer-translator-1", "payload": Payload()}, path)
+    elif row_change == "payload-legacy":
+        torch.save({"payload": Payload()}, path, _use_new_zipfile_serialization=False)
+    elif row_change == "directory":
+        path.mkdir()
+    elif row_change in ("half", "671", "minus-one"):
+        path.write_bytes(_file_bytes(ck, path.parent, row_change))
+    else:
+        result = row_change(ck)
+        if isinstance(result, bytes):
+            path.write_bytes(result)
+        else:
+            torch.save(result, path)
+
+
+@pytest.mark.parametrize(
+    "change, message", [row[1:] for row in CHECKPOINTS], ids=[row[0] for row in CHECKPOINTS]
+)
+def test_bad_checkpoint_is_refused_before_building_a_model(
+    tmp_path, monkeypatch, good_checkpoint, change, message, capsys
+):
+    path = tmp_path / "bad.pt"
+    _write(change, copy.deepcopy(good_checkpoint), path)
+    real_init = Transformer.__init__
+
+    def only_on_meta(self, config):  # 真正建模型（不在 meta 设备上）就算失败
+        if torch.empty(0).device.type != "meta":
+            pytest.fail("load_checkpoint built a model from a bad checkpoint")
+        real_init(self, config)
+
+    monkeypatch.setattr(Transformer, "__init__", only_on_meta)
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(path)
+    text = str(info.value)
+    assert text.startswith(f"checkpoint {str(path)!r} ")
+    assert "\n" not in text and len(text) < 500
+    assert info.match(message), text
+    assert "pwned" not in capsys.readouterr().out  # pickle 里的 print 没有运行
+
+
+def test_shape_check_does_not_build_the_model(monkeypatch, tmp_path, good_checkpoint):
+    # 上面的表用"建模型就失败"来证明拒绝发生在建模型之前；但形状检查本身要在 meta 设备上建
+    # 一个模型。这里确认那一步不分配内存：被调用时设备是 meta。
+    devices = []
+    real_init = Transformer.__init__
+
+    def spy(self, config):
+        devices.append(torch.empty(0).device.type)
+        real_init(self, config)
+
+    monkeypatch.setattr(Transformer, "__init__", spy)
+    bad = copy.deepcopy(good_checkpoint)
+    bad["state_dict"]["output.weight"] = bad["state_dict"]["output.weight"][:5]
+    torch.save(bad, tmp_path / "bad.pt")
+    with pytest.raises(ValueError, match=r"of shape \(5, 16\)"):
+        load_checkpoint(tmp_path / "bad.pt")
+    assert devices == ["meta"]
+
+
+def test_numpy_metrics_are_saved_as_plain_numbers(tmp_path):
+    save_checkpoint(
+        tiny_translator(), tmp_path / "m.pt", bleu=np.float64(12.5), steps=np.int64(3), ok=True
+    )
+    metrics = load_checkpoint(tmp_path / "m.pt").metrics
+    assert metrics == {"bleu": 12.5, "steps": 3, "ok": True}
+    assert type(metrics["bleu"]) is float and type(metrics["steps"]) is int
+
+
+# ---------------------------------------------------------------- 命令行（同一进程里）
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "tiny.pt"
+    save_checkpoint(tiny_translator(), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory, good_checkpoint):
+    folder = tmp_path_factory.mktemp("bad")
+    files = {}
+    for name, change in [
+        ("empty", _bytes(b"")),
+        ("random", _bytes(bytes(range(256)) * 16)),
+        ("payload", "payload"),
+        ("nan", _weights(_all_nan)),
+        ("hostile", _config(max_len=2**31)),
+        ("other", _bigger_model_weights),
+    ]:
+        files[name] = folder / f"{name}.pt"
+        _write(change, copy.deepcopy(good_checkpoint), files[name])
+    return files
+
+
+def run_cli(command, argv, capsys):
+    """像 ``python -m`` 那样运行（经过 ``cli.run``），返回 (退出码, stdout, stderr)。"""
+    try:
+        code = cli.run(lambda: command(argv))
+    except SystemExit as exit_info:
+        code = exit_info.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+USAGE = r"（用 --help 查看用法）"
+TMP = r"'/[^']+'"  # 临时文件夹的路径
+NUMBER = r"must be a finite positive number, got "
+IN_RANGE = r"must be in \[0, 2\*\*32\) = \[0, 4294967296\), got "
+# (编号, 参数（{tmp}、{model} 等换成文件）, 退出码, stderr 的那一行（正则，去掉开头的 "错误："）)
+TRAIN_CLI = [
+    ("steps-zero", ["--steps", "0"], 2, r"argument --steps: must be a positive integer, got 0" + USAGE),
+    ("steps-negative", ["--steps", "-3"], 2, r"argument --steps: must be a positive integer, got -3" + USAGE),
+    ("steps-float", ["--steps", "1.5"], 2, r"argument --steps: must be a positive integer, got '1.5'" + USAGE),
+    ("steps-word", ["--steps", "many"], 2, r"argument --steps: must be a positive integer, got 'many'" + USAGE),
+    ("steps-no-value", ["--steps"], 2, r"argument --steps: expected one argument" + USAGE),
+    ("seconds-inf", ["--seconds", "inf"], 2, r"argument --seconds: " + NUMBER + "'inf'" + USAGE),
+    ("seconds-nan", ["--seconds", "nan"], 2, r"argument --seconds: " + NUMBER + "'nan'" + USAGE),
+    ("seconds-1e400", ["--seconds", "1e400"], 2, r"argument --seconds: " + NUMBER + "'1e400'" + USAGE),
+    ("seconds-zero", ["--seconds", "0"], 2, r"argument --seconds: " + NUMBER + "'0'" + USAGE),
+    ("seconds-negative", ["--seconds", "-5"], 2, r"argument --seconds: " + NUMBER + "'-5'" + USAGE),
+    ("seconds-word", ["--seconds", "soon"], 2, r"argument --seconds: " + NUMBER + "'soon'" + USAGE),
+    ("seed-2**70", ["--seed", str(2**70)], 2,
+     r"argument --seed: " + IN_RANGE + "'1180591620717411303424'" + USAGE),
+    ("seed-negative", ["--seed", "-1"], 2, r"argument --seed: " + IN_RANGE + "'-1'" + USAGE),
+    ("seed-float", ["--seed", "0.5"], 2, r"argument --seed: must be an integer, got '0.5'" + USAGE),
+    ("seed-5000-digits", ["--seed", "9" * 5000], 2,
+     r"argument --seed: " + IN_RANGE + "'9{60}'…（共 5000 个字符）" + USAGE),
+    ("beam-size-zero", ["--beam-size", "0"], 2, r"argument --beam-size: must be a positive integer, got 0" + USAGE),
+    ("beam-size-100000", ["--steps", "1", "--beam-size", "100000", "--out", "{tmp}/m.pt"], 2,
+     r"--beam-size must be <= the target vocabulary size 94, got 100000" + USAGE),
+    ("threads-zero", ["--threads", "0"], 2, r"argument --threads: must be a positive integer, got 0" + USAGE),
+    ("threads-10**9", ["--threads", str(10**9), "--out", "{tmp}/m.pt"], 2,
+     r"--threads must be <= 1024, got 1000000000" + USAGE),
+    ("out-empty", ["--out", ""], 2, r"--out must be a file path, got ''" + USAGE),
+    ("out-spaces", ["--out", "  "], 2, r"--out must be a file path, got '  '" + USAGE),
+    ("out-directory", ["--out", "{tmp}"], 2, r"--out " + TMP + " is a directory; give a file path inside it" + USAGE),
+    ("out-dev-full", ["--out", "/dev/full"], 2,
+     r"--out '/dev/full' is not a regular file \(a device such as /dev/full\?\)" + USAGE),
+    ("out-under-proc", ["--out", "/proc/zh_en.pt"], 2,
+     r"--out '/proc/zh_en.pt' cannot be written: No such file or directory" + USAGE),
+    ("out-under-a-file", ["--out", "{tmp}/file.txt/m.pt"], 2, r"--out " + TMP + " cannot be written: File exists" + USAGE),
+    ("out-long-path", ["--out", "/proc/" + "x" * 3000], 2,
+     r"--out '/proc/x{194}'…（共 3006 个字符） cannot be written: No such file or directory" + USAGE),
+    ("unknown-option", ["--lr", "1"], 2, r"unrecognized arguments: --lr 1" + USAGE),
+]  # fmt: skip
+
+UNKNOWN = r" has words not in the source vocabulary: \['好好'\]; the model can only translate words it was trained on"
+TRANSLATE_CLI = [
+    ("no-model", ["我"], 2, r"the following arguments are required: --model" + USAGE),
+    ("no-sentence", ["--model", "{model}"], 2, r"the following arguments are required: sentences" + USAGE),
+    ("beam-size-zero", ["--model", "{model}", "--beam-size", "0", "我"], 2,
+     r"argument --beam-size: must be a positive integer, got 0" + USAGE),
+    ("beam-size-word", ["--model", "{model}", "--beam-size", "wide", "我"], 2,
+     r"argument --beam-size: must be a positive integer, got 'wide'" + USAGE),
+    ("beam-size-above-vocab", ["--model", "{model}", "--beam-size", "100000", "我"], 2,
+     r"--beam-size must be <= the target vocabulary size 11, got 100000" + USAGE),
+    ("model-missing", ["--model", "{tmp}/none.pt", "我"], 2, r"no checkpoint at path='/[^']+/none.pt'"),
+    ("model-directory", ["--model", "{tmp}", "我"], 2,
+     r"checkpoint " + TMP + r" is not a regular file \(a directory or a device\?\)"),
+    ("model-dev-null", ["--model", "/dev/null", "我"], 2,
+     r"checkpoint '/dev/null' is not a regular file \(a directory or a device\?\)"),
+    ("model-empty", ["--model", "{empty}", "我"], 2,
+     r"checkpoint " + TMP + r" is empty \(0 bytes\): was its save interrupted\?"),
+    ("model-random-bytes", ["--model", "{random}", "我"], 2,
+     r"checkpoint " + TMP + " " + READ + "UnpicklingError: Unsupported operand 0"),
+    ("model-pickle-payload", ["--model", "{payload}", "我"], 2,
+     r"checkpoint " + TMP + r" holds objects other than tensors, numbers and strings \(print\); "
+     r"refused by torch.load\(weights_only=True\), nothing in it was run"),
+    ("model-all-nan", ["--model", "{nan}", "我"], 2, r"checkpoint " + TMP +
+     r" has 224 non-finite values \(nan or inf\) in state_dict\['src_embed.embedding.weight'\]"),
+    ("model-hostile-config", ["--model", "{hostile}", "我"], 2,
+     r"checkpoint " + TMP + " has config max_len=2147483648, above the limit 65536"),
+    ("model-other-config", ["--model", "{other}", "我"], 2, r"checkpoint " + TMP +
+     r" has state_dict\['src_embed.embedding.weight'\] of shape \(14, 32\) and dtype torch.float32, "
+     r"but its config needs shape \(14, 16\) and dtype torch.float32"),
+    ("unknown-words-40k-chars", ["--model", "{model}", LONG], 2, r"sentence '好{60}'…（共 40000 个字符）" + UNKNOWN),
+    ("too-many-words", ["--model", "{model}", "我明天去北京。" * 20], 2,
+     r"sentence '(我明天去北京。){8}我明天去'…（共 140 个字符） has 100 words, but the model reads at most "
+     r"max_len=80; split it into shorter sentences"),
+    ("empty-sentence", ["--model", "{model}", ""], 2, r"sentence must contain at least one word, got ''"),
+]  # fmt: skip
+
+
+def _fill(argv, tmp_path, files):
+    names = {"tmp": str(tmp_path), **{k: str(v) for k, v in files.items()}}
+    return [a.format(**names) if "{" in a else a for a in argv]
+
+
+@pytest.mark.parametrize(
+    "command, argv, code, message",
+    [(cli.train_main, *row[1:]) for row in TRAIN_CLI] + [(cli.translate_main, *row[1:]) for row in TRANSLATE_CLI],
+    ids=[f"train-{row[0]}" for row in TRAIN_CLI] + [f"translate-{row[0]}" for row in TRANSLATE_CLI],
+)  # fmt: skip
+def test_bad_cli_argument_gives_one_line(
+    tmp_path, capsys, monkeypatch, model_file, bad_files, command, argv, code, message
+):
+    (tmp_path / "file.txt").write_text("x")
+    # 训练绝不能开始：参数要在那之前全部检查完
+    monkeypatch.setattr(cli, "fit_translator", lambda *a, **k: pytest.fail("trained"))
+    argv = _fill(argv, tmp_path, {"model": model_file, **bad_files})
+    status, out, err = run_cli(command, argv, capsys)
+    assert status == code
+    assert out == ""
+    assert err.startswith("错误：") and err.endswith("\n") and err.count("\n") == 1, err
+    assert len(err) < 500 and "Traceback" not in err
+    assert re.fullmatch(message, err[len("错误：") : -1]), err
+
+
+# ---------------------------------------------------------------- 命令行（真的子进程）
+SUBPROCESS_CLI = [
+    ("train-seconds-inf", ["tinyformer.train", "--seconds", "inf"], 2,
+     "错误：argument --seconds: must be a finite positive number, got 'inf'（用 --help 查看用法）\n"),
+    ("train-out-dev-full", ["tinyformer.train", "--steps", "1", "--out", "/dev/full"], 2,
+     "错误：--out '/dev/full' is not a regular file (a device such as /dev/full?)（用 --help 查看用法）\n"),
+    ("translate-random-bytes", ["tinyformer.translate", "--model", "{random}", "我"], 2, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "argv, code, expected", [row[1:] for row in SUBPROCESS_CLI], ids=[r[0] for r in SUBPROCESS_CLI]
+)
+def test_cli_subprocess_prints_no_traceback(bad_files, argv, code, expected):
+    argv = _fill(argv, bad_files["random"].parent, bad_files)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", *argv], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == code and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    if expected is None:
+        assert result.stderr.startswith(f"错误：checkpoint {str(bad_files['random'])!r} " + "could")
+    else:
+        assert result.stderr == expected
+
+
+# ---------------------------------------------------------------- 计数
+def test_count_of_bad_inputs():
+    tables = {
+        "constructor/forward (test_checks.py)": CONSTRUCTOR_AND_FORWARD_INPUTS,
+        "API": API,
+        "checkpoint files": CHECKPOINTS,
+        "train CLI in-process": TRAIN_CLI,
+        "translate CLI in-process": TRANSLATE_CLI,
+        "CLI subprocess": SUBPROCESS_CLI,
+    }
+    for name, rows in tables.items():
+        ids = [row[0] for row in rows]
+        assert len(ids) == len(set(ids)), f"duplicate ids in {name}"
+    assert sum(len(rows) for rows in tables.values()) >= 200

@@ -1,0 +1,254 @@
+"""tinyformer.explorers：各章探索器的数据是对的、控件的每个取值都有数据、图里嵌的就是这份数据。"""
+
+import json
+import math
+
+import altair as alt
+import pytest
+
+from tests.kit import ROOT
+from tinyformer import explorers, sinusoidal_encoding
+from tools import web_assets
+
+
+def bound_params(chart) -> dict:
+    """图里绑定到控件的参数：名字 -> (初始值, 控件的取值列表；滑块给出 (min, max, step))。"""
+    spec = chart.to_dict()
+    params = spec.get("params", [])
+    for sub in spec.get("layer", []) + spec.get("vconcat", []):
+        params = params + sub.get("params", [])
+    found = {}
+    for p in params:
+        bind = p["bind"]
+        if bind["input"] == "range":
+            values = (bind["min"], bind["max"], bind["step"])
+        elif bind["input"] == "checkbox":
+            values = [True, False]
+        else:
+            values = bind["options"]
+        found[p["name"]] = (p["value"], values)
+    return found
+
+
+def assert_controls_cover_data(chart, rows, fields):
+    """每个控件的每个取值在数据里都有行；初始值也是其中之一。fields：参数名 -> 数据列名。"""
+    for name, (value, values) in bound_params(chart).items():
+        column = {row[fields.get(name, name)] for row in rows}
+        if isinstance(values, tuple):  # 滑块
+            low, high, step = values
+            values = list(range(low, high + 1, step))
+        assert set(values) == column, name
+        assert value in column, name
+
+
+def test_embedding_scale_data_measures_what_the_chapter_says():
+    rows = explorers.embedding_scale_data(d_models=(16, 64), vocab_size=500)
+    assert len(rows) == 2 * 2 * 2 * 2  # d_model × 初始化 × 是否缩放 × (词向量, 位置编码)
+    for row in rows:
+        if row["what"] == "位置编码":  # sin² + cos² = 1：每对维度贡献 1
+            assert row["norm"] == pytest.approx(math.sqrt(row["d_model"] / 2), rel=1e-3)
+    shared = [
+        r
+        for r in rows
+        if r["init"].startswith("N(0, 1/d_model)") and r["scaled"] and r["what"] == "词向量"
+    ]
+    for row in shared:  # N(0, 1/d) × √d 的范数约 √d，与位置编码 √(d/2) 之比约 √2
+        assert row["ratio"] == pytest.approx(math.sqrt(2), rel=0.05)
+
+
+def test_positional_curves_are_the_package_encoding():
+    rows = explorers.positional_curves_data(d_model=8, bases=(100.0, 10000.0), max_len=6)
+    assert len(rows) == 2 * 4 * 6
+    for base in (100, 10000):
+        pe = sinusoidal_encoding(6, 8, float(base))
+        for row in (r for r in rows if r["base"] == base):
+            assert row["sin"] == pytest.approx(pe[row["pos"], 2 * row["i"]].item(), abs=1e-4)
+            assert row["cos"] == pytest.approx(pe[row["pos"], 2 * row["i"] + 1].item(), abs=1e-4)
+
+
+def test_relative_position_dot_product_depends_only_on_k_when_paired():
+    rows = explorers.relative_position_data(d_models=(16,), starts=(0, 7), k_max=5)
+    paired = [r for r in rows if r["encoding"].startswith("sin/cos")]
+    sin_only = [r for r in rows if r["encoding"] == "只用 sin"]
+    omega = [10000 ** (-2 * i / 16) for i in range(8)]
+    for row in paired:  # 与起点 p 无关：Σ cos(kω_i)，独立地用 math 算
+        assert row["dot"] == pytest.approx(sum(math.cos(row["k"] * w) for w in omega), abs=1e-3)
+    by_p = {p: [r["dot"] for r in sin_only if r["p"] == p] for p in (0, 7)}
+    assert by_p[0] != by_p[7]  # 只用 sin：点积随起点变
+
+
+def test_attention_weights_respect_masks_and_sum_to_one():
+    rows = explorers.attention_data(head_dims=(4, 64))
+    assert len(rows) == 2 * 2 * 4 * 6 * 6  # d_k × 是否缩放 × 掩码 × 查询 × 键
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["mask"], r["scaled"], r["d_k"], r["query"]), []).append(r)
+    for (mask, _, _, query), row in groups.items():
+        assert sum(r["weight"] for r in row) == pytest.approx(1.0, abs=1e-3)
+        for r in row:
+            if "填充" in mask and r["k_token"].endswith("<pad>"):
+                assert r["weight"] == 0
+            if "因果" in mask and r["key"] > query:
+                assert r["weight"] == 0
+
+    def peak(scaled):  # 不遮挡时每行最大权重的平均
+        peaks = [
+            max(r["weight"] for r in row)
+            for (mask, s, d_k, _), row in groups.items()
+            if mask == "不遮挡" and s == scaled and d_k == 64
+        ]
+        return sum(peaks) / len(peaks)
+
+    assert peak(scaled=False) > peak(scaled=True)  # 不除以 √d_k：softmax 更接近 one-hot
+
+
+def test_encoder_decoder_masks():
+    rows = explorers.encoder_decoder_data()
+    for r in rows:
+        if not r["allowed"]:
+            assert r["weight"] == 0
+        if r["kind"] == "解码器掩码自注意力":
+            assert r["allowed"] == (r["key"] <= r["query"])
+        elif r["pad_mask"]:  # 编码器自注意力与交叉注意力：只遮住源句的填充
+            assert r["allowed"] == (not r["k_token"].endswith("<pad>"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["embedding_scale", "positional_curves", "relative_position", "attention", "encoder_decoder"],
+)
+def test_explorer_embeds_its_data_and_every_control_value_has_data(name):
+    chart = getattr(explorers, f"{name}_explorer")()
+    rows = explorers.chart_rows(chart)
+    assert rows == getattr(explorers, f"{name}_data")()
+    assert_controls_cover_data(chart, rows, {})
+
+
+def test_dependency_rnn_gradient_decays_with_distance_and_attention_does_not():
+    rows = explorers.dependency_data(lengths=(24,), scales=(0.5,))
+    rnn = [r["grad"] for r in rows if r["model"] == "RNN"]
+    attention = [r["grad"] for r in rows if r["model"] == "自注意力"]
+    assert len(rnn) == len(attention) == 24
+    assert rnn[0] < 1e-6 * rnn[-1]  # 最远的输入几乎影响不到输出
+    assert max(attention) < 10 * min(attention)  # 自注意力：与距离无关，同一量级
+
+
+def test_layer_norm_gradient_data_has_one_row_per_layer():
+    rows = explorers.layer_norm_gradient_data(depths=(2, 3), d_model=8)
+    for placement in ("post-LN", "pre-LN"):
+        for depth in (2, 3):
+            layers = [
+                r["layer"] for r in rows if r["placement"] == placement and r["depth"] == depth
+            ]
+            assert layers == list(range(1, depth + 1))
+    assert all(r["grad"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: explorers.embedding_scale_data(vocab_size=0), "vocab_size"),
+        (lambda: explorers.layer_norm_gradient_data(d_model=-1), "d_model"),
+        (lambda: explorers.encoder_decoder_data(d_model=0), "d_model"),
+        (lambda: explorers.checkpoint_data(num_sentences=0), "num_sentences"),
+        (lambda: explorers.checkpoint_data(beam_size=0), "beam_size"),
+    ],
+)
+def test_bad_arguments_are_named(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_renderer_output_is_deterministic_and_offline_for_the_site():
+    chart = explorers.encoder_decoder_explorer()
+    first, second = chart._repr_mimebundle_(), chart._repr_mimebundle_()
+    first = first[0] if isinstance(first, tuple) else first
+    second = second[0] if isinstance(second, tuple) else second
+    assert first == second  # 没有随机 id：重复执行逐字节相同，nbval 可以比较
+    assert set(first) == {explorers.VEGALITE_MIME_TYPE, "text/html", "text/plain"}
+    assert first[explorers.VEGALITE_MIME_TYPE] == chart.to_dict()
+    digest = first["text/plain"].rsplit("sha256 ", 1)[1].rstrip(">")
+    assert f'id="tinyformer-chart-{digest}"' in first["text/html"]
+
+
+def test_chart_data_fits_the_budget():
+    for make in (
+        explorers.embedding_scale_explorer,
+        explorers.positional_curves_explorer,
+        explorers.relative_position_explorer,
+        explorers.attention_explorer,
+        explorers.encoder_decoder_explorer,
+    ):
+        size = sum(
+            len(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode())
+            for rows in explorers.chart_datasets(make())
+        )
+        assert 0 < size <= explorers.DATA_BUDGET, make.__name__
+
+
+def test_site_ships_the_vega_versions_altair_targets():
+    versions = {name: v[0] for name, v in web_assets.VEGA_PACKAGES.items()}
+    assert versions["vega-lite"] == alt.VEGALITE_VERSION
+    assert versions["vega"].split(".")[0] == alt.VEGA_VERSION
+    assert versions["vega-embed"].split(".")[0] == alt.VEGAEMBED_VERSION
+    assert explorers.VEGALITE_MIME_TYPE == "application/vnd.vegalite.v6+json"  # _ext/vega_charts.py
+
+
+def test_checkpoint_data_on_the_shipped_weights():
+    data = explorers.checkpoint_data(num_sentences=1, beam_size=2)
+    (sentence,) = data["sentences"]
+    labels = {row["key"]: row["label"] for row in data["tokens"]}
+    for step in (100, 150, 600):
+        cells = [c for c in data["cells"] if c["step"] == step]
+        rows = {c["r"] for c in cells}
+        for r in rows:  # 交叉注意力每行（各头平均）加起来是 1，只差两位小数的舍入
+            row = [c["w"] for c in cells if c["r"] == r]
+            assert sum(row) == pytest.approx(1.0, abs=0.005 * len(row) + 1e-9)
+            assert f"{sentence['s']}-{step}-{r}" in labels
+        assert len(cells) == len(rows) * len({c["c"] for c in cells})
+    final = [t for t in data["translations"] if t["step"] == 600]
+    assert [t["correct"] for t in final] == [t["text"] == sentence["en"] for t in final]
+
+
+def has_bound_params(spec: dict) -> bool:
+    """规格（或它的子图）里有绑定到控件的参数。"""
+    if any("bind" in p for p in spec.get("params", [])):
+        return True
+    return any(has_bound_params(sub) for key in ("layer", "vconcat") for sub in spec.get(key, []))
+
+
+CHAPTERS = sorted((ROOT / "chapters").glob("ch0[1-8]_*.ipynb"))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_has_an_explorer_that_works_without_a_kernel(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    charts = [
+        output["data"][explorers.VEGALITE_MIME_TYPE]
+        for cell in cells
+        if cell["cell_type"] == "code"
+        for output in cell.get("outputs", [])
+        if explorers.VEGALITE_MIME_TYPE in output.get("data", {})
+    ]
+    assert charts, f"{path.name} 没有保存 Vega-Lite 图的输出"
+    for spec in charts:
+        assert has_bound_params(spec), "图没有绑定到控件的参数"
+        for rows in spec["datasets"].values():
+            size = len(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode())
+            assert size <= explorers.DATA_BUDGET
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_widgets_that_need_a_kernel_say_so_on_the_page(path):
+    """ipywidgets 的交互控件（interact、翻译控件）上方有说明：需要内核，附本章的 Colab 与 Binder 链接。"""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    for index, cell in enumerate(cells):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and (
+            "interact(" in source or "translation_explorer(translator" in source
+        ):
+            note = "".join(cells[index - 1]["source"])
+            assert note.startswith(":::{admonition}") and ":class: note" in note, source[:60]
+            assert "需要运行中的 Python 内核" in note
+            assert "colab.research.google.com/github/" in note and f"chapters/{path.name}" in note
+            assert "mybinder.org/v2/gh/" in note

@@ -1,0 +1,169 @@
+"""tinyformer.export：导出的 ONNX 图在 onnxruntime 里与 PyTorch 模型给出相同的译文。
+
+参照物是随包发布的第 600 步的翻译器（第 8 章用的、网页上运行的那一个）和它的 PyTorch 贪心解码。
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from tinyformer.corpus import PROPER_NOUNS, generate_corpus
+from tinyformer.export import (
+    DecoderStepGraph,
+    EncoderGraph,
+    export_translator,
+    greedy_decode_onnx,
+)
+from tinyformer.pretrained import load_translator
+from tinyformer.text import detokenize_en, tokenize_en
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+LOGITS_TOL = 1e-3  # logits 的大小约 10；两边都是 float32，只是求和顺序不同
+ATTENTION_TOL = 1e-4  # 注意力权重在 [0, 1] 内
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return load_translator(600)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return generate_corpus(seed=0)
+
+
+@pytest.fixture(scope="module")
+def exported(translator, tmp_path_factory):
+    return export_translator(translator, tmp_path_factory.mktemp("onnx"))
+
+
+@pytest.fixture(scope="module")
+def sessions(exported):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    return tuple(
+        ort.InferenceSession(str(exported[name]), options)
+        for name in ("encoder.onnx", "decoder.onnx")
+    )
+
+
+def special_ids(translator):
+    vocab = translator.tgt_vocab
+    return vocab.bos_id, vocab.eos_id, translator.model.config.pad_id
+
+
+def test_same_tokens_as_pytorch_on_every_test_sentence(translator, corpus, sessions):
+    src = translator.encode([p.zh for p in corpus.test])  # (1031, S)，补齐
+    expected = translator.translate_ids(src)
+    ids, _ = greedy_decode_onnx(*sessions, src.numpy(), *special_ids(translator))
+    assert len(corpus.test) == 1031
+    assert ids.shape == tuple(expected.shape)
+    different = [
+        i
+        for i, (a, b) in enumerate(zip(ids, expected.numpy(), strict=True))
+        if not np.array_equal(a, b)
+    ]
+    assert different == []
+
+
+def test_logits_and_attention_within_tolerance_at_every_step(translator, corpus, sessions):
+    _, decoder = sessions
+    src = translator.encode([p.zh for p in corpus.test[:128]])  # 有填充的一批
+    expected = translator.translate_ids(src)
+    step = DecoderStepGraph(translator.model)
+    with torch.no_grad():
+        memory = translator.model.encode(src)
+        (onnx_memory,) = sessions[0].run(None, {"src": src.numpy()})
+        assert np.abs(onnx_memory - memory.numpy()).max() <= LOGITS_TOL
+        for T in range(1, expected.shape[1]):
+            prefix = expected[:, :T]
+            logits, attention = step(prefix, memory, src)
+            feeds = {"tgt": prefix.numpy(), "memory": memory.numpy(), "src": src.numpy()}
+            onnx_logits, onnx_attention = decoder.run(None, feeds)
+            assert onnx_logits.shape == tuple(logits.shape)
+            assert np.abs(onnx_logits - logits.numpy()).max() <= LOGITS_TOL
+            assert np.abs(onnx_attention - attention.numpy()).max() <= ATTENTION_TOL
+            # 每一行是源句上的分布，填充位置的权重是 0
+            np.testing.assert_allclose(onnx_attention.sum(axis=-1), 1.0, atol=1e-5)
+            assert np.all(onnx_attention[(src == 0).numpy()[:, None, :].repeat(T, 1)] == 0)
+
+
+@pytest.mark.parametrize("sentence", ["我的朋友明天在图书馆看小说吗？", "老师昨天没在商店买水果。"])
+def test_last_step_attention_is_the_translators_cross_attention(translator, sessions, sentence):
+    """网页画的图（最后一步的输出）与 Translator.cross_attention（整句再前向一次）相同。"""
+    src_tokens, tgt_tokens, weights = translator.cross_attention(sentence)  # (H, T, S)
+    src = translator.encode([sentence]).numpy()
+    ids, attention = greedy_decode_onnx(*sessions, src, *special_ids(translator))
+    assert translator.tgt_vocab.decode(ids[0, 1:]) == tgt_tokens
+    assert attention.shape == (1, len(tgt_tokens), len(src_tokens))
+    assert np.abs(attention[0] - weights.mean(dim=0).numpy()).max() <= ATTENTION_TOL
+
+
+def test_graphs_have_variable_lengths_and_a_supported_opset(exported):
+    for name, inputs in (("encoder.onnx", ["src"]), ("decoder.onnx", ["tgt", "memory", "src"])):
+        model = onnx.load(exported[name])
+        onnx.checker.check_model(model)
+        assert [v.name for v in model.graph.input] == inputs
+        assert model.opset_import[0].version == 17
+        for value in model.graph.input:
+            dims = value.type.tensor_type.shape.dim
+            assert dims[0].dim_param == "B" and dims[1].dim_param in ("S", "T")
+    outputs = onnx.load(exported["decoder.onnx"]).graph.output
+    assert [v.name for v in outputs] == ["logits", "cross_attention"]
+
+
+def test_settings_json_holds_the_vocabularies_and_detokenizer(translator, corpus, exported):
+    settings = json.loads(exported["translator.json"].read_text(encoding="utf-8"))
+    assert settings["format"] == "tinyformer-onnx-translator-1"
+    assert settings["src_itos"] == translator.src_vocab.itos
+    assert settings["tgt_itos"] == translator.tgt_vocab.itos
+    assert (settings["bos_id"], settings["eos_id"], settings["pad_id"]) == special_ids(translator)
+    assert settings["num_decoder_layers"] == len(translator.model.decoder_layers)
+    # 用 JSON 里的规则重做 detokenize_en（与 live_translator.js 相同的写法），在测试集上与它相同
+    for pair in corpus.test[:200]:
+        tokens = tokenize_en(pair.en)
+        words, start = [], True
+        for tok in tokens:
+            if tok in settings["attach_left"] and words:
+                words[-1] += tok
+            else:
+                word = settings["capitalized"].get(tok, tok)
+                words.append(word[:1].upper() + word[1:] if start else word)
+            start = tok in settings["sentence_end"]
+        assert " ".join(words) == detokenize_en(tokens, PROPER_NOUNS)
+
+
+def test_export_is_deterministic(translator, exported, tmp_path):
+    again = export_translator(translator, tmp_path)
+    for name, path in exported.items():
+        assert again[name].read_bytes() == path.read_bytes(), name
+
+
+def test_bad_arguments_name_the_argument(translator, tmp_path):
+    with pytest.raises(TypeError, match="translator must be a Translator, got str"):
+        export_translator("zh_en.pt", tmp_path)
+    with pytest.raises(
+        ValueError, match="opset_version must be a positive integer, got opset_version=0"
+    ):
+        export_translator(translator, tmp_path, opset_version=0)
+    with pytest.raises(TypeError, match="model must be a Transformer, got Translator"):
+        EncoderGraph(translator)
+    with pytest.raises(ValueError, match="max_len must be a positive integer, got max_len=0"):
+        greedy_decode_onnx(None, None, np.zeros((1, 3), dtype=np.int64), 2, 3, 0, max_len=0)
+
+
+def test_the_package_does_not_need_onnx_at_import_time():
+    code = (
+        "import sys\n"
+        "sys.modules['onnx'] = sys.modules['onnxruntime'] = None  # 让 import onnx 失败\n"
+        "import tinyformer, tinyformer.export, tinyformer.pretrained, tinyformer.widgets\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "ok", result.stderr

@@ -1,0 +1,104 @@
+"""导入本包的任何模块都不改变全局状态（issue 14）。
+
+从前 ``translation.py`` 在导入时调用 ``jieba.suggest_freq(..., tune=True)``，改了 jieba 的全局词典：
+翻译器能不能把“不”“没”切开，取决于某处有没有导入一个看起来无关的模块。现在语料有自己的分词器
+（``corpus.zh_tokenizer``），这里在子进程里检查：
+
+- 每个模块都当一次"第一个导入的"（清掉已导入的 ``tinyformer.*`` 再导入它），然后倒序导入其余
+  全部模块；每导入一个都核对 jieba 的全局词典（``jieba.dt`` 未建、HMM 的强制切分表为空）、jieba
+  的日志级别，以及 torch、Python ``random``、numpy 的随机数状态都与导入前相同；
+- 真正用语料的分词器、本书通用的 ``tokenize_zh`` 分词之后，jieba 的全局词典仍然没被碰过，
+  ``jieba.lcut`` 的结果与不导入本包时相同。
+"""
+
+import json
+import pkgutil
+import subprocess
+import sys
+import textwrap
+
+import tinyformer
+
+MODULES = sorted(
+    f"tinyformer.{info.name}"
+    for info in pkgutil.iter_modules(tinyformer.__path__)
+    if not info.name.startswith("__")
+)
+
+SNAPSHOT = textwrap.dedent(
+    """
+    import importlib, json, logging, pickle, random, sys
+    import numpy as np
+    import torch
+    import jieba
+    from jieba import finalseg
+
+    def snapshot():
+        return {
+            "jieba.dt.initialized": jieba.dt.initialized,
+            "jieba.dt.FREQ": len(jieba.dt.FREQ),
+            "jieba.dt.total": jieba.dt.total,
+            "finalseg.Force_Split_Words": sorted(finalseg.Force_Split_Words),
+            "jieba log level": jieba.default_logger.level,
+            "torch rng": torch.get_rng_state().tolist(),
+            "python random": pickle.dumps(random.getstate()).hex(),
+            "numpy random": pickle.dumps(np.random.get_state()).hex(),
+        }
+
+    def changes(before):
+        after = snapshot()
+        return sorted(key for key in before if before[key] != after[key])
+    """
+)
+
+IMPORT_IN_EVERY_POSITION = SNAPSHOT + textwrap.dedent(
+    """
+    modules = json.loads(sys.argv[1])
+    before = snapshot()
+    problems = []
+    for first in modules:
+        for name in [m for m in sys.modules if m == "tinyformer" or m.startswith("tinyformer.")]:
+            del sys.modules[name]
+        for name in [first] + [m for m in reversed(modules) if m != first]:
+            importlib.import_module(name)
+            changed = changes(before)
+            if changed:
+                problems.append(f"importing {name} (after {first}) changed {changed}")
+                before = snapshot()
+    print(json.dumps(problems))
+    """
+)
+
+TOKENIZE = SNAPSHOT + textwrap.dedent(
+    """
+    before = snapshot()
+    from tinyformer import tokenize_zh
+    from tinyformer.corpus import zh_tokenizer
+    split = zh_tokenizer("他明天不去北京。")
+    plain = tokenize_zh("他明天不去北京。")
+    changed = changes(before)
+    with_jieba = jieba.lcut("他明天不去北京。")
+    print(json.dumps({"changed": changed, "split": split, "plain": plain, "jieba": with_jieba}))
+    """
+)
+
+
+def run_python(code: str, *args: str) -> object:
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_importing_any_module_in_any_position_changes_no_global_state():
+    assert "tinyformer.corpus" in MODULES and "tinyformer.cli" in MODULES
+    assert run_python(IMPORT_IN_EVERY_POSITION, json.dumps(MODULES)) == []
+
+
+def test_tokenizing_leaves_jieba_global_dictionary_alone():
+    out = run_python(TOKENIZE)
+    assert out["changed"] == []
+    assert out["split"] == ["他", "明天", "不", "去", "北京", "。"]
+    # 通用的 tokenize_zh 与 jieba 自己的全局词典给出同样的切分：“不去”没有被本包改掉
+    assert out["plain"] == out["jieba"] == ["他", "明天", "不去", "北京", "。"]

@@ -1,0 +1,96 @@
+"""gpt.py：因果性、带缓存的生成与整段重算一致、采样可复现、权重共享。"""
+
+import pytest
+import torch
+
+from tests.kit import tiny_gpt
+from tinyformer import GPTConfig, KVCache
+
+B, T, C, H, V = 2, 5, 16, 4, 30
+
+
+def _model(**overrides):
+    return tiny_gpt(**{"vocab_size": V, "d_model": C, "num_heads": H, **overrides})
+
+
+def _ids():
+    return torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(1))
+
+
+def test_config_defaults():
+    config = GPTConfig(vocab_size=V, d_model=32)
+    assert config.d_ff == 4 * 32
+    assert (config.activation, config.norm_first, config.tie_weights) == ("gelu_tanh", True, True)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_shapes_and_tied_weights(norm_first):
+    model = _model(norm_first=norm_first)
+    assert model(_ids()).shape == (B, T, V)
+    assert model.lm_head.weight is model.token_embedding.embedding.weight
+    assert _model(tie_weights=False).lm_head.weight is not _model().token_embedding.embedding.weight
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_is_causal(norm_first):
+    model = _model(norm_first=norm_first)
+    ids = _ids()
+    changed = ids.clone()
+    changed[:, 3:] = (ids[:, 3:] + 1) % V
+    logits, logits_changed = model(ids), model(changed)
+    torch.testing.assert_close(logits_changed[:, :3], logits[:, :3])
+    assert not torch.allclose(logits_changed[:, 3:], logits[:, 3:])
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_cached_steps_equal_full_recomputation(norm_first):
+    model = _model(norm_first=norm_first)
+    ids = _ids()
+    full = model(ids)
+    cache = KVCache()
+    prompt = model(ids[:, :2], cache=cache)  # 先送入 2 个词元
+    steps = [model(ids[:, t : t + 1], cache=cache) for t in range(2, T)]
+    torch.testing.assert_close(torch.cat([prompt, *steps], dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_greedy_generate_equals_generation_without_cache():
+    model = _model()
+    ids = _ids()
+    generated = model.generate(ids, max_new_tokens=6, greedy=True)
+    assert generated.shape == (B, T + 6)
+    assert (generated[:, :T] == ids).all()
+    # 不用缓存、每步把整段重新送入的贪心生成
+    slow = ids
+    for _ in range(6):
+        slow = torch.cat([slow, model(slow)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert (generated == slow).all()
+
+
+def test_sampling_is_reproducible_with_a_generator_and_top_k_1_is_greedy():
+    model = _model()
+    ids = _ids()
+
+    def sample(seed, **kwargs):
+        return model.generate(ids, 6, generator=torch.Generator().manual_seed(seed), **kwargs)
+
+    assert (sample(0, temperature=2.0) == sample(0, temperature=2.0)).all()
+    assert (sample(0, top_k=1) == model.generate(ids, 6, greedy=True)).all()
+    assert not all(
+        (sample(s, temperature=5.0) == sample(0, temperature=5.0)).all() for s in (1, 2, 3)
+    )
+
+
+def test_top_k_only_samples_from_the_k_most_likely():
+    model = _model()
+    ids = _ids()
+    top3 = model(ids)[:, -1].topk(3).indices  # (B, 3)
+    for seed in range(10):
+        out = model.generate(
+            ids, 1, top_k=3, temperature=3.0, generator=torch.Generator().manual_seed(seed)
+        )
+        assert all(out[b, -1] in top3[b] for b in range(B))
+
+
+def test_learned_position_embedding_shape():
+    model = _model()
+    assert model.position_embedding.weight.shape == (16, C)

@@ -1,0 +1,183 @@
+"""translator.py、checkpoint.py、cli.py：检查点存取（weights_only）、词表外的词、交叉注意力、命令行。"""
+
+import json
+
+import pytest
+import torch
+
+from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB
+from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB
+from tests.kit import tiny_translator
+from tinyformer import cli
+from tinyformer.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.corpus import Pair
+from tinyformer.training import fit_translator
+from tinyformer.translator import Translator
+
+
+def test_build_is_reproducible_and_sized_by_the_vocabularies():
+    a, b = tiny_translator(), tiny_translator()
+    assert a.model.config.src_vocab_size == len(SRC_VOCAB)
+    assert a.model.config.tgt_vocab_size == len(TGT_VOCAB)
+    for pa, pb in zip(a.model.parameters(), b.model.parameters(), strict=True):
+        assert torch.equal(pa, pb)
+
+
+def test_checkpoint_round_trip_gives_identical_translations(tmp_path):
+    translator = tiny_translator()
+    sentences = ["我明天去北京。", "他喝绿茶吗？"]
+    path = tmp_path / "sub" / "model.pt"
+    save_checkpoint(translator, path, test_bleu=12.5)
+    loaded = load_checkpoint(path)
+    assert loaded.metrics == {"test_bleu": 12.5}
+    assert loaded.src_vocab.itos == SRC_VOCAB.itos and loaded.tgt_vocab.itos == TGT_VOCAB.itos
+    assert loaded.model.config == translator.model.config
+    assert loaded.translate(sentences) == translator.translate(sentences)
+    # 共享的输出层权重在读回后仍然是同一个参数
+    assert loaded.model.output.weight is loaded.model.tgt_embed.embedding.weight
+
+
+class Payload:
+    def __reduce__(self):  # 反序列化时会被调用：weights_only=True 必须拒绝它
+        return (print, ("pwned",))
+
+
+def test_load_refuses_arbitrary_objects(tmp_path):
+    path = tmp_path / "evil.pt"
+    torch.save({"format": "tinyformer-translator-1", "payload": Payload()}, path)
+    with pytest.raises(
+        ValueError,
+        match=r"evil.pt' holds objects other .* refused by torch.load\(weights_only=True\)",
+    ):
+        load_checkpoint(path)
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint at path="):
+        load_checkpoint(tmp_path / "missing.pt")
+    torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="is not a tinyformer translator checkpoint"):
+        load_checkpoint(tmp_path / "other.pt")
+
+
+def test_unknown_words_are_named():
+    with pytest.raises(ValueError, match=r"has words not in the source vocabulary: \['上海'\]"):
+        tiny_translator().translate("我明天去上海。")
+    with pytest.raises(ValueError, match="sentence must contain at least one word"):
+        tiny_translator().translate("  ")
+
+
+def test_vocab_sizes_must_match_the_model():
+    model = tiny_translator().model
+    with pytest.raises(
+        ValueError, match=r"len\(tgt_vocab\) must equal the model's tgt_vocab_size=11, got 14"
+    ):
+        Translator(model, SRC_VOCAB, SRC_VOCAB)
+
+
+def test_translate_single_and_batch_agree():
+    translator = tiny_translator()
+    batch = translator.translate(["我明天去北京。", "他喝绿茶吗？"], max_len=8)
+    assert translator.translate("他喝绿茶吗？", max_len=8) == batch[1]
+    assert (
+        translator.translate("他喝绿茶吗？", beam_size=3, max_len=8)
+        == translator.translate(["他喝绿茶吗？"], beam_size=3, max_len=8)[0]
+    )
+
+
+def test_cross_attention_shape_and_rows_sum_to_one():
+    translator = tiny_translator()
+    src_tokens, tgt_tokens, weights = translator.cross_attention("我明天去北京。")
+    assert src_tokens == ["我", "明天", "去", "北京", "。"]
+    assert weights.shape == (4, len(tgt_tokens), len(src_tokens))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(4, len(tgt_tokens)))
+    assert not any(layer.need_weights for layer in translator.model.decoder_layers)
+    with pytest.raises(ValueError, match=r"layer must be in \[-1, 1\), got layer=1"):
+        translator.cross_attention("我明天去北京。", layer=1)
+
+
+def test_evaluate_counts_exact_matches():
+    translator = tiny_translator()
+    pairs = [Pair("我明天去北京。", "x", ("我",), "", "", "affirmative", "", "")] * 2
+    hypothesis = translator.translate("我明天去北京。")
+    pairs.append(Pair("我明天去北京。", hypothesis, ("我",), "", "", "affirmative", "", ""))
+    result = translator.evaluate(pairs, batch_size=2)
+    assert result.exact_match == pytest.approx(1 / 3)
+    assert [i for i, _, _ in result.errors()] == [0, 1]
+    assert 0.0 <= result.bleu <= 100.0
+
+
+def test_train_cli_prints_one_json_line_and_saves_a_loadable_checkpoint(tmp_path, capsys):
+    out = tmp_path / "m.pt"
+    metrics = cli.train_main(["--steps", "3", "--out", str(out), "--no-progress", "--seed", "1"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0]) == metrics
+    assert metrics["steps"] == 3 and metrics["seed"] == 1
+    assert {"test_exact_match", "test_bleu", "seconds", "train_seconds"} <= metrics.keys()
+    assert 0.0 <= metrics["test_exact_match"] <= 1.0
+    assert load_checkpoint(out).metrics["test_bleu"] == metrics["test_bleu"]
+
+    assert cli.translate_main(["--model", str(out), "我明天去北京。", "他爱我。"]) == 2
+    captured = capsys.readouterr()
+    assert len(captured.out.strip().splitlines()) == 1
+    assert "not in the source vocabulary: ['爱']" in captured.err
+
+
+def test_fit_translator_keeps_the_weights_it_reports():
+    translator, history, corpus, best = fit_translator(max_steps=4, eval_every=2, progress=False)
+    assert history.steps == 4 and best["best_step"] in (2, 4)
+    # 报告的验证集分数就是装回模型的那份权重的分数
+    assert translator.evaluate(corpus.valid).exact_match == best["best_valid_exact_match"]
+    assert not translator.model.training
+
+
+def test_cli_argument_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.train_main(["--steps", "0"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "错误：argument --steps: must be a positive integer, got 0（用 --help 查看用法）\n"
+    )
+    assert cli.translate_main(["--model", str(tmp_path / "none.pt"), "我"]) == 2
+    assert "no checkpoint at path=" in capsys.readouterr().err
+
+
+def test_show_translation_plots_known_words_and_explains_unknown_ones(capsys, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tinyformer.widgets import show_translation, translation_explorer
+
+    monkeypatch.setattr(plt, "show", lambda: None)
+    translator = tiny_translator()
+    expected = translator.translate("我明天去北京。")
+    assert show_translation(translator, "我明天去北京。") == expected
+    assert capsys.readouterr().out.startswith(f"我明天去北京。  →  {expected}")
+    image = plt.gca().get_images()[0]
+    assert image.get_array().shape[1] == 5  # 列是 5 个中文词元
+    plt.close("all")
+
+    assert show_translation(translator, "我明天去上海。") is None
+    message = capsys.readouterr().out
+    assert message.startswith("无法翻译：") and "['上海']" in message
+    assert plt.get_fignums() == []  # 不认识的词：只有说明，没有图
+    widget = translation_explorer(translator, "我明天去北京。")
+    assert widget.children[0].value == "我明天去北京。"
+    plt.close("all")
+
+
+def test_cli_main_dispatches_to_the_sub_commands(tmp_path, capsys, monkeypatch):
+    seen = []
+    monkeypatch.setitem(cli.COMMANDS, "translate", lambda argv: seen.append(argv) or 0)
+    assert cli.main(["translate", "--model", "m.pt", "我"]) == 0
+    assert seen == [["--model", "m.pt", "我"]]
+    assert cli.main(["--help"]) == 0 and "{train,translate}" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bogus"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "错误：the first argument must be a command, one of ['train', 'translate'], "
+        "got 'bogus'（用 --help 查看用法）\n"
+    )
