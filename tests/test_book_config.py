@@ -151,7 +151,6 @@ def test_every_notebook_has_execution_stats():
 OVER_MEMORY_BUDGET = {
     "chapters/ch04_positional_proofs.ipynb",
     "chapters/ch05_attention.ipynb",
-    "chapters/ch08_translation.ipynb",
 }
 
 
