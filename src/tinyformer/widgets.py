@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 
 from ._checks import check_instance
@@ -26,7 +28,7 @@ def show_translation(
     try:
         src_tokens, tgt_tokens, weights = translator.cross_attention(sentence, layer, beam_size)
     except ValueError as err:
-        print(f"无法翻译：{err}")
+        print(textwrap.fill(f"无法翻译：{err}", width=60))  # 折行：笔记本的输出框放得下
         return None
     translation = detokenize_en([tok for tok in tgt_tokens if tok != EOS], translator.proper_nouns)
     print(f"{sentence}  →  {translation}")

@@ -20,7 +20,7 @@ RICH = {"text/html", "text/markdown", "text/latex", "image/png", "image/svg+xml"
 
 # 其他会话正在改写的两章：输出的宽度由合并之后重新执行时修好（见 tools/format_notebooks.py 的说明）。
 # 修好后这里的 xfail 变成 XPASS 而失败，提醒把它们删掉。
-OUTPUTS_LEFT = {"ch01_overview", "ch08_translation"}
+OUTPUTS_LEFT: set[str] = set()
 
 
 def code_cells(path):
