@@ -7,6 +7,9 @@
 import re
 from fnmatch import fnmatch
 
+import altair as alt
+
+from tinyformer import explorers
 from tools import web_assets
 
 # CDN 的主机名：常见的公共 CDN，以及任何 cdn.* 子域名（cdn.jsdelivr.net、cdn.mathjax.org、cdn.plot.ly……）
@@ -110,3 +113,13 @@ def test_pinned_web_assets_are_the_versions_myst_nb_would_load_from_a_cdn():
         else:
             assert ours[0] == theirs[0] and ours >= theirs, (name, version, match.group(1))
         assert integrity.startswith("sha512-")
+
+
+def test_site_ships_the_vega_versions_altair_targets():
+    """网站随书带的 vega 脚本就是 requirements.txt 固定的 altair 所针对的版本（这是书的环境的事实，
+    不是包的：按 pyproject.toml 的下限装的旧 altair 针对更早的 vega-lite，所以它不在单元测试里）。"""
+    versions = {name: v[0] for name, v in web_assets.VEGA_PACKAGES.items()}
+    assert versions["vega-lite"] == alt.VEGALITE_VERSION
+    assert versions["vega"].split(".")[0] == alt.VEGA_VERSION
+    assert versions["vega-embed"].split(".")[0] == alt.VEGAEMBED_VERSION
+    assert explorers.VEGALITE_MIME_TYPE == "application/vnd.vegalite.v6+json"  # _ext/vega_charts.py

@@ -3,12 +3,10 @@
 import json
 import math
 
-import altair as alt
 import pytest
 
 from tests.kit import ROOT
 from tinyformer import explorers, sinusoidal_encoding
-from tools import web_assets
 
 
 def bound_params(chart) -> dict:
@@ -184,14 +182,6 @@ def test_chart_data_fits_the_budget():
             for rows in explorers.chart_datasets(make())
         )
         assert 0 < size <= explorers.DATA_BUDGET, make.__name__
-
-
-def test_site_ships_the_vega_versions_altair_targets():
-    versions = {name: v[0] for name, v in web_assets.VEGA_PACKAGES.items()}
-    assert versions["vega-lite"] == alt.VEGALITE_VERSION
-    assert versions["vega"].split(".")[0] == alt.VEGA_VERSION
-    assert versions["vega-embed"].split(".")[0] == alt.VEGAEMBED_VERSION
-    assert explorers.VEGALITE_MIME_TYPE == "application/vnd.vegalite.v6+json"  # _ext/vega_charts.py
 
 
 def test_checkpoint_data_on_the_shipped_weights():
