@@ -1,4 +1,4 @@
-"""在网页里自己重算的交互图（第 1–8 章各一个"探索器"：1.6、2.8、3.11、4.7、5.12、6.8、7.9、8.13 节）。
+"""在网页里自己重算的交互图（第 1–8 章各一个"探索器"：1.7、2.8、3.11、4.7、5.12、6.8、7.9、8.13 节）。
 
 ``ipywidgets`` 的控件要有 Python 内核才会响应：静态网页上拖动滑块什么也不会重算。这里的探索器
 换一种做法：包在 Python 里 **把每个控件取值的数据都先算好**，画成 Vega-Altair 图，控件是图的参数
@@ -9,8 +9,9 @@
 ``xxx_explorer()`` 用这份数据画图。数据用 float64 计算再舍入，任何 CPU、任何线程数得到同样的
 JSON（nbval 核对保存的输出）。每张图内嵌的 JSON 不超过 :data:`DATA_BUDGET` 字节。
 
-导入本模块时注册并启用 Altair 渲染器 ``"tinyformer"``（只在当前是 Altair 的默认渲染器时启用）。
-它输出同一张图的三种表示：
+``xxx_explorer()`` 返回普通的 Altair 图；在 Notebook 里用 :func:`show` 显示它。导入本模块不改
+Altair 的全局设置（不注册、不启用渲染器），``show`` 只对这一张图用 :func:`render` 输出同一张图的
+三种表示：
 
 - ``application/vnd.vegalite.v6+json``：Vega-Lite 规格。本书网页由 ``_ext/vega_charts.py`` 渲染它，
   用随书发布的 vega、vega-lite、vega-embed（``tools/web_assets.py``），不连外网。
@@ -31,7 +32,8 @@ import altair as alt
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_positive_int
+from ._checks import check_instance, check_positive_int
+from ._random import seeded
 from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask
@@ -57,6 +59,8 @@ __all__ = [
     "relative_position_explorer",
     "checkpoint_data",
     "checkpoint_explorer",
+    "render",
+    "show",
 ]
 
 DATA_BUDGET = 150_000  # 每张图内嵌数据（紧凑 JSON）的字节数上限
@@ -154,8 +158,8 @@ def dependency_data(lengths=(8, 16, 24, 32, 40, 48, 56, 64), scales=(0.5, 0.9, 1
     r = torch.randn(C, generator=generator, dtype=torch.float64)  # (C,)
     U = torch.randn(C, C, generator=generator, dtype=torch.float64) / math.sqrt(C)  # (C, C)
     Q, _ = torch.linalg.qr(torch.randn(C, C, generator=generator, dtype=torch.float64))
-    torch.manual_seed(0)
-    attention = MultiHeadAttention(d_model=C, num_heads=4).double()
+    with seeded(0):  # 固定初始权重，不动全局随机数
+        attention = MultiHeadAttention(d_model=C, num_heads=4).double()
     rows = []
     for T in lengths:
         for scale in scales:
@@ -499,11 +503,11 @@ def layer_norm_gradient_data(depths=(2, 4, 6, 8, 12), d_model: int = 32) -> list
     rows = []
     for depth in depths:
         for placement, norm_first in (("post-LN", False), ("pre-LN", True)):
-            torch.manual_seed(depth)
-            layers = nn.ModuleList(
-                EncoderLayer(d_model, num_heads=4, d_ff=4 * d_model, norm_first=norm_first)
-                for _ in range(depth)
-            ).double()
+            with seeded(depth):  # 固定初始权重，不动全局随机数
+                layers = nn.ModuleList(
+                    EncoderLayer(d_model, num_heads=4, d_ff=4 * d_model, norm_first=norm_first)
+                    for _ in range(depth)
+                ).double()
             final = nn.LayerNorm(d_model, dtype=torch.float64) if norm_first else nn.Identity()
             h = x
             for layer in layers:
@@ -565,9 +569,9 @@ def encoder_decoder_data(d_model: int = 16) -> list[dict]:
     generator = torch.Generator().manual_seed(0)
     src = torch.randn(1, S, d_model, generator=generator, dtype=torch.float64)  # (1, S, C)
     tgt = torch.randn(1, T, d_model, generator=generator, dtype=torch.float64)  # (1, T, C)
-    torch.manual_seed(0)
-    encoder = EncoderLayer(d_model, num_heads=2, d_ff=32).double()
-    decoder = DecoderLayer(d_model, num_heads=2, d_ff=32).double()
+    with seeded(0):  # 固定初始权重，不动全局随机数
+        encoder = EncoderLayer(d_model, num_heads=2, d_ff=32).double()
+        decoder = DecoderLayer(d_model, num_heads=2, d_ff=32).double()
     encoder.need_weights = decoder.need_weights = True
     not_pad = torch.tensor([tok != "<pad>" for tok in _SOURCE])  # (S,)
     rows = []
@@ -739,7 +743,10 @@ def checkpoint_explorer(num_sentences: int = 12) -> alt.VConcatChart:
 
 
 def render(spec: dict, **metadata) -> dict:
-    """Altair 渲染器 ``"tinyformer"``：Vega-Lite 规格 + 确定的 HTML + 一行文字（见模块说明）。"""
+    """一张图的三种表示：Vega-Lite 规格 + 确定的 HTML + 一行文字（见模块说明）。
+
+    签名与 Altair 的渲染器相同，也可以 ``alt.renderers.register("tinyformer", render)`` 后启用。
+    """
     from altair.utils.mimebundle import spec_to_mimebundle
 
     text = json.dumps(spec, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -763,6 +770,14 @@ def render(spec: dict, **metadata) -> dict:
     return {VEGALITE_MIME_TYPE: spec, "text/html": html, "text/plain": plain}
 
 
-alt.renderers.register("tinyformer", render)
-if alt.renderers.active == "default":
-    alt.renderers.enable("tinyformer")
+def show(chart: alt.TopLevelMixin) -> None:
+    """在 Notebook 里显示 ``chart``：输出 :func:`render` 的三种表示，不改 Altair 当前的渲染器。
+
+    与直接把图写在单元格最后一行（Altair 用当前渲染器显示）相比，图的 id 取规格的散列，重复执行
+    逐字节相同（nbval 核对保存的输出）。
+    """
+    check_instance("chart", chart, alt.TopLevelMixin)
+    from IPython.display import display
+
+    # 与 Altair 的 _repr_mimebundle_ 相同：不在 Python 里预先做数据变换
+    display(render(chart.to_dict(context={"pre_transform": False})), raw=True)

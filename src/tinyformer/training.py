@@ -31,6 +31,7 @@ from ._checks import (
     check_seed,
     check_tensor,
 )
+from ._random import seeded
 from .corpus import TranslationCorpus, generate_corpus, zh_tokenizer
 from .model import TransformerConfig
 from .text import Vocab, pad_sequences, tokenize_en
@@ -242,8 +243,8 @@ def train(
     """训练 ``model``，直到走满 ``max_steps`` 步或用满 ``max_seconds`` 秒（先到者为准）。
 
     每个 epoch 用 ``torch.Generator().manual_seed(seed + epoch)`` 打乱顺序；dropout 的随机数
-    来自 ``torch.manual_seed(seed)``。所以只给 ``max_steps`` 时，同一台机器上重复训练的结果
-    完全相同；给 ``max_seconds`` 时走多少步取决于机器快慢。
+    来自 ``torch.manual_seed(seed)``（在 ``torch.random.fork_rng`` 里，训练前后全局随机数状态不变）。
+    所以只给 ``max_steps`` 时，同一台机器上重复训练的结果完全相同；给 ``max_seconds`` 时走多少步取决于机器快慢。
 
     参数:
         model: :class:`~tinyformer.Transformer`，或任何 ``forward(src, tgt_in)`` 返回 logits、
@@ -280,54 +281,54 @@ def train(
         raise ValueError("examples must not be empty")
     from tqdm.auto import tqdm  # 笔记本里是控件，终端里是文本进度条
 
-    torch.manual_seed(seed)
-    pad_id = model.config.pad_id
-    optimizer, scheduler = make_optimizer(model, model.config.d_model, warmup, lr_factor)
-    history = TrainHistory()
-    bar = tqdm(
-        total=max_steps,
-        disable=not progress,
-        # 不显示用时和速度：笔记本里保存的进度条因此每次执行都一样
-        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} 步{postfix}"
-        if max_steps
-        else "{n_fmt} 步{postfix}",
-        desc="训练",
-    )
-    model.train()
-    start = time.perf_counter()
-    epoch = 0
-    done = False
-    while not done:
-        generator = torch.Generator().manual_seed(seed + epoch)
-        for batch in iterate_batches(examples, batch_size, pad_id, True, generator):
-            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-            loss = label_smoothed_cross_entropy(logits, batch.tgt_out, smoothing, pad_id)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            history.lrs.append(scheduler.get_last_lr()[0])
-            scheduler.step()
-            history.losses.append(loss.item())
-            if not math.isfinite(history.losses[-1]):
-                raise ValueError(
-                    f"training diverged: the loss became {history.losses[-1]} at step "
-                    f"{history.steps}; lower lr_factor={lr_factor} or raise warmup={warmup}"
-                )
-            bar.update(1)
-            if history.steps % 50 == 0:
-                bar.set_postfix_str(f"损失 {loss.item():.3f}", refresh=False)
-            history.seconds = time.perf_counter() - start
-            stop = callback is not None and callback(history.steps, model)
-            if (
-                stop
-                or (max_steps is not None and history.steps >= max_steps)
-                or (max_seconds is not None and history.seconds >= max_seconds)
-            ):
-                done = True
-                break
-        epoch += 1
-    bar.set_postfix_str(f"损失 {history.losses[-1]:.3f}")
-    bar.close()
+    with seeded(seed):  # dropout 的随机数；训练完，全局随机数状态与训练前相同
+        pad_id = model.config.pad_id
+        optimizer, scheduler = make_optimizer(model, model.config.d_model, warmup, lr_factor)
+        history = TrainHistory()
+        bar = tqdm(
+            total=max_steps,
+            disable=not progress,
+            # 不显示用时和速度：笔记本里保存的进度条因此每次执行都一样
+            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} 步{postfix}"
+            if max_steps
+            else "{n_fmt} 步{postfix}",
+            desc="训练",
+        )
+        model.train()
+        start = time.perf_counter()
+        epoch = 0
+        done = False
+        while not done:
+            generator = torch.Generator().manual_seed(seed + epoch)
+            for batch in iterate_batches(examples, batch_size, pad_id, True, generator):
+                logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+                loss = label_smoothed_cross_entropy(logits, batch.tgt_out, smoothing, pad_id)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                history.lrs.append(scheduler.get_last_lr()[0])
+                scheduler.step()
+                history.losses.append(loss.item())
+                if not math.isfinite(history.losses[-1]):
+                    raise ValueError(
+                        f"training diverged: the loss became {history.losses[-1]} at step "
+                        f"{history.steps}; lower lr_factor={lr_factor} or raise warmup={warmup}"
+                    )
+                bar.update(1)
+                if history.steps % 50 == 0:
+                    bar.set_postfix_str(f"损失 {loss.item():.3f}", refresh=False)
+                history.seconds = time.perf_counter() - start
+                stop = callback is not None and callback(history.steps, model)
+                if (
+                    stop
+                    or (max_steps is not None and history.steps >= max_steps)
+                    or (max_seconds is not None and history.seconds >= max_seconds)
+                ):
+                    done = True
+                    break
+            epoch += 1
+        bar.set_postfix_str(f"损失 {history.losses[-1]:.3f}")
+        bar.close()
     return history
 
 

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from ._checks import check_instance, check_int, check_positive_int, check_seed, shorten
+from ._random import seeded
 from .corpus import PROPER_NOUNS, zh_tokenizer
 from .decoding import beam_search, greedy_decode
 from .layers import recording_weights
@@ -286,7 +287,6 @@ def new_translator(
     if seed is None:
         return Translator(Transformer(config), src_vocab, tgt_vocab)
     check_seed("seed", seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded(seed):
         model = Transformer(config)
     return Translator(model, src_vocab, tgt_vocab)

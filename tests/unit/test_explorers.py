@@ -157,16 +157,20 @@ def test_bad_arguments_are_named(call, match):
         call()
 
 
-def test_renderer_output_is_deterministic_and_offline_for_the_site():
+def test_show_is_deterministic_and_offline_for_the_site(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw: shown.append((obj, raw)))
     chart = explorers.encoder_decoder_explorer()
-    first, second = chart._repr_mimebundle_(), chart._repr_mimebundle_()
-    first = first[0] if isinstance(first, tuple) else first
-    second = second[0] if isinstance(second, tuple) else second
-    assert first == second  # 没有随机 id：重复执行逐字节相同，nbval 可以比较
+    explorers.show(chart)
+    explorers.show(chart)
+    (first, raw), (second, _) = shown
+    assert raw and first == second  # 没有随机 id：重复执行逐字节相同，nbval 可以比较
     assert set(first) == {explorers.VEGALITE_MIME_TYPE, "text/html", "text/plain"}
     assert first[explorers.VEGALITE_MIME_TYPE] == chart.to_dict()
     digest = first["text/plain"].rsplit("sha256 ", 1)[1].rstrip(">")
     assert f'id="tinyformer-chart-{digest}"' in first["text/html"]
+    with pytest.raises(TypeError, match="chart"):
+        explorers.show(chart.to_dict())
 
 
 def test_chart_data_fits_the_budget():

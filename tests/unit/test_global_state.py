@@ -6,9 +6,11 @@
 
 - 每个模块都当一次"第一个导入的"（清掉已导入的 ``tinyformer.*`` 再导入它），然后倒序导入其余
   全部模块；每导入一个都核对 jieba 的全局词典（``jieba.dt`` 未建、HMM 的强制切分表为空）、jieba
-  的日志级别，以及 torch、Python ``random``、numpy 的随机数状态都与导入前相同；
+  的日志级别、torch、Python ``random``、numpy 的随机数状态，以及 Altair 的渲染器都与导入前相同；
 - 真正用语料的分词器、本书通用的 ``tokenize_zh`` 分词之后，jieba 的全局词典仍然没被碰过，
-  ``jieba.lcut`` 的结果与不导入本包时相同。
+  ``jieba.lcut`` 的结果与不导入本包时相同；
+- 用固定种子建模型、训练的函数（探索器的数据、``new_translator(seed=…)``、``train``）调用前后
+  torch 的全局随机数状态不变，显示探索器的图也不改 Altair 的渲染器。
 """
 
 import json
@@ -28,6 +30,7 @@ MODULES = sorted(
 SNAPSHOT = textwrap.dedent(
     """
     import importlib, json, logging, pickle, random, sys
+    import altair as alt
     import numpy as np
     import torch
     import jieba
@@ -43,6 +46,8 @@ SNAPSHOT = textwrap.dedent(
             "torch rng": torch.get_rng_state().tolist(),
             "python random": pickle.dumps(random.getstate()).hex(),
             "numpy random": pickle.dumps(np.random.get_state()).hex(),
+            "altair renderer": alt.renderers.active,
+            "altair renderers": sorted(alt.renderers.names()),
         }
 
     def changes(before):
@@ -102,3 +107,34 @@ def test_tokenizing_leaves_jieba_global_dictionary_alone():
     assert out["split"] == ["他", "明天", "不", "去", "北京", "。"]
     # 通用的 tokenize_zh 与 jieba 自己的全局词典给出同样的切分：“不去”没有被本包改掉
     assert out["plain"] == out["jieba"] == ["他", "明天", "不去", "北京", "。"]
+
+
+def test_seeded_functions_leave_the_global_random_state_alone(monkeypatch):
+    import altair as alt
+    import torch
+
+    from tests.kit import TINY_SRC_VOCAB, TINY_TGT_VOCAB, tiny_transformer
+    from tinyformer import explorers
+    from tinyformer.training import train
+    from tinyformer.translator import new_translator
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw: shown.append(obj))
+    torch.manual_seed(1234)
+    state, renderer = torch.get_rng_state(), alt.renderers.active
+    explorers.dependency_data(lengths=(4,), scales=(0.9,))
+    explorers.layer_norm_gradient_data(depths=(1,))
+    explorers.show(explorers.encoder_decoder_explorer())
+    new_translator(TINY_SRC_VOCAB, TINY_TGT_VOCAB, seed=3, d_model=16, d_ff=32)
+    assert torch.equal(torch.get_rng_state(), state)
+    examples = [([i + 4], [1, i + 4, 2]) for i in range(8)]  # 1、2 是 <bos>、<eos>
+    models = [tiny_transformer(dropout=0.1) for _ in range(3)]  # 工厂自己固定种子，所以先建好
+    state = torch.get_rng_state()
+    for seed, model in zip((0, 0, 1), models):
+        train(model, examples, max_steps=2, batch_size=4, warmup=1, progress=False, seed=seed)
+    trained = [model.output.weight.detach() for model in models]
+    assert torch.equal(torch.get_rng_state(), state)
+    assert alt.renderers.active == renderer and "tinyformer" not in alt.renderers.names()
+    assert len(shown) == 1
+    # 同一个种子结果相同、换种子结果不同：种子确实用上了（而不是把全局随机数原样跳过）
+    assert torch.equal(trained[0], trained[1]) and not torch.equal(trained[0], trained[2])
