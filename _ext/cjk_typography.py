@@ -46,12 +46,20 @@ def _replace_text(old: nodes.Text, text: str) -> None:
     parent.children[_index(parent, old)] = new
 
 
+def _numref_text(node: nodes.Node) -> bool:
+    """{numref}`第 %s 章 <标签>` 的文字（“第 %s 章”“%s 节”）：是正文，不是代码。
+
+    Sphinx 把交叉引用的文字放进 literal 节点（解析时再换成“第 5 章”），它两侧的空白也要按中文删：
+    “见 {numref}`第 %s 章 <…>`”读作“见第 5 章”。"""
+    return isinstance(node, nodes.literal) and "std-numref" in node["classes"]
+
+
 def _texts(node: nodes.Node, out: list) -> None:
     """按文档顺序列出段落里的文字节点；遇到不透明的节点记一个隔断（None）。"""
     for child in node.children:
         if isinstance(child, nodes.Text):
             out.append(child)
-        elif isinstance(child, OPAQUE):
+        elif isinstance(child, OPAQUE) and not _numref_text(child):
             out.append(None)
         else:
             _texts(child, out)
