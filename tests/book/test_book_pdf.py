@@ -16,19 +16,27 @@ from tools import book_pdf
 
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 DOCS = [TOC["root"]] + [c["file"] for part in TOC["parts"] for c in part["chapters"]]
+# 正文各章的标题前面由 Sphinx 写上“第 N 章　”（_toc.yml 的 numbered，_ext/chapter_numbers.py）
+CHAPTER_NUMBERS = {
+    c["file"]: n
+    for part in TOC["parts"]
+    if part.get("numbered")
+    for n, c in enumerate(part["chapters"], 1)
+}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 RADICAL = re.compile(r"[\u2e80-\u2fdf]")  # 部首补充与康熙部首
 
 
 def title(doc: str) -> str:
-    """一个文档的第一个一级标题（笔记本或 MyST Markdown）。"""
+    """一个文档的第一个一级标题（笔记本或 MyST Markdown），正文各章带上网页与 PDF 里显示的章号。"""
     path = ROOT / f"{doc}.ipynb"
     if path.exists():
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     else:
         text = (ROOT / f"{doc}.md").read_text(encoding="utf-8")
-    return re.search(r"^# (.+)$", text, re.M).group(1)
+    heading = re.search(r"^# (.+)$", text, re.M).group(1)
+    return f"第 {CHAPTER_NUMBERS[doc]} 章\u3000{heading}" if doc in CHAPTER_NUMBERS else heading
 
 
 @pytest.fixture(scope="module")
