@@ -91,7 +91,9 @@ def test_navigation_shows_chapter_numbers(site):
 
 def test_references_render_as_section_and_chapter_numbers(site):
     soup = article(site, "chapters/ch05_attention")
-    refs = {a.get_text(): a["href"] for a in soup.select("a.reference") if a.select_one(".std-numref")}
+    refs = {
+        a.get_text(): a["href"] for a in soup.select("a.reference") if a.select_one(".std-numref")
+    }
     assert refs["5.5 节"] == "#ch05-why-scale"
     assert refs["7.5 节"] == "ch07_encoder_decoder.html#ch07-gpt-block"
     assert refs["第 3 章"].startswith("ch03_positional_encoding.html")
@@ -104,7 +106,11 @@ def test_references_render_as_section_and_chapter_numbers(site):
 
 def test_links_to_other_notebooks_show_sphinx_chapter_numbers(site):
     soup = article(site, "chapters/ch07_encoder_decoder")
-    links = {a["href"]: a.get_text() for a in soup.select("article a.reference") if a.select_one(".std-doc")}
+    links = {
+        a["href"]: a.get_text()
+        for a in soup.select("article a.reference")
+        if a.select_one(".std-doc")
+    }
     assert links["ch05_attention.html"] == "第 5 章"
     assert links["ch06_norm_residual_ffn.html"] == "第 6 章"
 
