@@ -30,7 +30,7 @@ from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
-UNNUMBERED = {"学习目标", "小结", "练习"}  # 与 tools/…/numbering.py 的 UNNUMBERED 一致
+UNNUMBERED = {"学习目标", "小结", "练习"}  # 与 tests/book/test_numbering.py 的 FRAME 一致
 CHAPTER_LINK = re.compile(r"第\s*(\d+)\s*章")
 
 
