@@ -153,6 +153,85 @@ _DECODER = [
 ]
 
 
+# 标签相对于点的候选位置（单位：磅）：先右上，再依次试其余方向、再远一些
+_LABEL_OFFSETS = [
+    (dx * r, dy * r)
+    for r in (3, 8, 14, 20, 26)
+    for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))
+]
+
+
+def label_points(ax, xy, labels, fontsize: float = 10) -> list:
+    """给散点 ``xy``（(N, 2)）逐个写上 ``labels``：标签之间、标签与点之间不重叠，也不出坐标轴的框。
+
+    按顺序放每个标签，在 :data:`_LABEL_OFFSETS` 的候选位置里挑"冲突"最少的第一个：冲突是与已放好
+    的标签相交（最重）、伸出坐标轴、盖住某个点（最轻）；文字框用渲染器量出的真实大小。结果只取决于输入，重复执行
+    相同。返回各个 ``Annotation``。在 ``tight_layout`` 等改变版面的调用 **之后** 再调用：位置按像素挑，
+    版面一变，点之间的距离就变了。
+
+    例子::
+
+        >>> import matplotlib.pyplot as plt
+        >>> fig, ax = plt.subplots()
+        >>> xy = [[0.5, 0.5], [0.501, 0.5]]  # 两个几乎重合的点
+        >>> _ = ax.scatter(*zip(*xy))
+        >>> texts = label_points(ax, xy, ["上周", "商店"])
+        >>> fig.canvas.draw()
+        >>> a, b = (t.get_window_extent() for t in texts)
+        >>> bool(a.overlaps(b))
+        False
+        >>> plt.close(fig)
+    """
+    points = [tuple(map(float, p)) for p in xy]
+    if len(points) != len(labels):
+        raise ValueError(
+            f"xy and labels must have the same length, got {len(points)} and {len(labels)}"
+        )
+    ax.figure.canvas.draw()  # 坐标轴范围定下来，才能把数据坐标换成像素
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)  # 坐标轴的框（像素）
+    dots = [ax.transData.transform(p) for p in points]  # 每个点的像素坐标
+    radius = fontsize * ax.figure.dpi / 72 / 3  # 点的半径约为字高的三分之一（像素）
+
+    def conflicts(box, placed) -> int:
+        inside = (
+            frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+        )
+        covered = sum(
+            box.x0 - radius < x < box.x1 + radius and box.y0 - radius < y < box.y1 + radius
+            for x, y in dots
+        )
+        # 两个词叠在一起最难读，其次是伸出框外（可能压到标题或另一张图），盖住一个点最轻
+        return covered + 3 * sum(box.overlaps(other) for other in placed) + 2 * (not inside)
+
+    placed, texts = [], []
+    for point, label in zip(points, labels, strict=True):
+        best = None  # (冲突数, 标签, 文字框)
+        for dx, dy in _LABEL_OFFSETS:
+            text = ax.annotate(
+                label,
+                point,
+                xytext=(dx, dy),
+                textcoords="offset points",
+                fontsize=fontsize,
+                ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                va="bottom" if dy > 0 else "top" if dy < 0 else "center",
+            )
+            box = text.get_window_extent(renderer).padded(1)
+            cost = conflicts(box, placed)
+            if best is None or cost < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (cost, text, box)
+            else:
+                text.remove()
+            if cost == 0:
+                break
+        placed.append(best[2])
+        texts.append(best[1])
+    return texts
+
+
 def draw_architecture(ax=None):
     """画出本书实现的编码器–解码器 Transformer（论文的 post-LN 版本），标注每一步的形状。
 

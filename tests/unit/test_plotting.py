@@ -76,3 +76,25 @@ def test_annotations_are_readable_on_every_cell_colour():
     colors = [text.get_color() for text in image.axes.texts]
     assert colors == ["white", "black", "white"]
     plt.close("all")
+
+
+def test_label_points_keeps_labels_apart_and_off_the_points():
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    generator = torch.Generator().manual_seed(0)
+    xy = torch.rand(12, 2, generator=generator).tolist()
+    xy[1] = [xy[0][0] + 1e-3, xy[0][1]]  # 两个几乎重合的点，原来的写法两个词叠在一起
+    ax.scatter(*zip(*xy))
+    texts = plotting.label_points(ax, xy, [f"词{i}" for i in range(12)])
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in texts]
+    overlapping = [(i, j) for i in range(12) for j in range(i) if boxes[i].overlaps(boxes[j])]
+    assert overlapping == []
+    assert [t.get_text() for t in texts] == [f"词{i}" for i in range(12)]
+    _, ax2 = plt.subplots(figsize=(6, 4))
+    ax2.scatter(*zip(*xy))
+    again = plotting.label_points(ax2, xy, [f"词{i}" for i in range(12)])
+    assert [t.get_position() for t in again] == [t.get_position() for t in texts]  # 确定的
+    plt.close("all")
+    with pytest.raises(ValueError, match="same length"):
+        plotting.label_points(ax, xy, ["一个"])
