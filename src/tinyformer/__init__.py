@@ -37,6 +37,7 @@ from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .cache import KVCache
 from .compare import agree, magnitude
 from .decoding import beam_search, greedy_decode
+from .dropout import Dropout
 from .embedding import TokenEmbedding
 from .feedforward import NewGELU, PositionWiseFFN
 from .gpt import GPT, GPTConfig
@@ -67,6 +68,7 @@ __all__ = [
     "LayerNorm",
     "PositionWiseFFN",
     "NewGELU",
+    "Dropout",
     # 第 7 章：编码器层、解码器层、GPT
     "EncoderLayer",
     "DecoderLayer",

@@ -34,6 +34,7 @@ from ._checks import (
     check_tensor,
 )
 from .cache import KVCache
+from .dropout import dropout
 
 
 def scaled_dot_product_attention(
@@ -118,7 +119,7 @@ def _attend(
         if not has_key.all():  # 有整行被遮住时，把那几行的均匀分布换成 0
             weights = weights.masked_fill(~has_key, 0.0)
     if dropout_p > 0.0:  # 第 6 章：训练时随机丢掉一些权重（其余的放大 1/(1-p)）
-        weights = F.dropout(weights, p=dropout_p)
+        weights = dropout(weights, dropout_p)
     return weights @ value, weights  # (..., T, S) @ (..., S, Dv) -> (..., T, Dv)
 
 

@@ -25,6 +25,7 @@ from ._checks import (
     check_tensor,
 )
 from .cache import KVCache
+from .dropout import Dropout
 from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS
 from .layers import EncoderLayer
@@ -162,7 +163,7 @@ class GPT(nn.Module):
         self.config = c = config
         self.token_embedding = TokenEmbedding(c.vocab_size, c.d_model, scale=False)
         self.position_embedding = nn.Embedding(c.max_len, c.d_model)  # 学到的位置嵌入
-        self.dropout = nn.Dropout(c.dropout)
+        self.dropout = Dropout(c.dropout)
         self.layers = nn.ModuleList(
             [
                 GPTBlock(c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
