@@ -489,6 +489,17 @@ def test_page_reads_well(read, site, name, view):
             scrolls: ['auto', 'scroll'].includes(getComputedStyle(m).overflowX),
         }))""",
     )
+    # 公式编号与公式各占各的地方（Sphinx 默认让编号浮在公式上面，手机上编号压住公式）
+    covered = page.eval_on_selector_all(
+        "article div.math > span.eqno",
+        """els => els.filter(e => {
+            const m = e.parentElement.querySelector('mjx-container');
+            if (!m) return false;
+            const a = e.getBoundingClientRect(), b = m.getBoundingClientRect();
+            return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+        }).map(e => e.textContent.trim())""",
+    )
+    assert covered == [], f"{name} 在 {view} 上公式编号压在公式上：{covered}"
     if view == "phone":
         assert [f["text"] for f in formulas if f["wider"] and not f["scrolls"]] == []
     else:

@@ -130,7 +130,7 @@ def test_seeded_functions_leave_the_global_random_state_alone(monkeypatch):
     examples = [([i + 4], [1, i + 4, 2]) for i in range(8)]  # 1、2 是 <bos>、<eos>
     models = [tiny_transformer(dropout=0.1) for _ in range(3)]  # 工厂自己固定种子，所以先建好
     state = torch.get_rng_state()
-    for seed, model in zip((0, 0, 1), models):
+    for seed, model in zip((0, 0, 1), models, strict=True):
         train(model, examples, max_steps=2, batch_size=4, warmup=1, progress=False, seed=seed)
     trained = [model.output.weight.detach() for model in models]
     assert torch.equal(torch.get_rng_state(), state)

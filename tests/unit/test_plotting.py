@@ -84,7 +84,7 @@ def test_label_points_keeps_labels_apart_and_off_the_points():
     generator = torch.Generator().manual_seed(0)
     xy = torch.rand(12, 2, generator=generator).tolist()
     xy[1] = [xy[0][0] + 1e-3, xy[0][1]]  # 两个几乎重合的点，原来的写法两个词叠在一起
-    ax.scatter(*zip(*xy))
+    ax.scatter(*zip(*xy, strict=True))
     texts = plotting.label_points(ax, xy, [f"词{i}" for i in range(12)])
     fig.canvas.draw()
     boxes = [t.get_window_extent() for t in texts]
@@ -92,7 +92,7 @@ def test_label_points_keeps_labels_apart_and_off_the_points():
     assert overlapping == []
     assert [t.get_text() for t in texts] == [f"词{i}" for i in range(12)]
     _, ax2 = plt.subplots(figsize=(6, 4))
-    ax2.scatter(*zip(*xy))
+    ax2.scatter(*zip(*xy, strict=True))
     again = plotting.label_points(ax2, xy, [f"词{i}" for i in range(12)])
     assert [t.get_position() for t in again] == [t.get_position() for t in texts]  # 确定的
     plt.close("all")
