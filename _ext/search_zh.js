@@ -138,6 +138,8 @@ function tinyformerPatchExcerpts() {
       .querySelectorAll(".bd-header-article, #jb-print-docs-body, .cell_input, .cell_output, pre")
       .forEach((chrome) => chrome.remove());
     page.querySelectorAll(".math").forEach((math) => {
+      // 带编号的公式里，编号“(6.1)”和它的链接“#”排在 \[…\] 前面：只留公式本身
+      math.querySelectorAll(".eqno, .headerlink").forEach((number) => number.remove());
       math.replaceWith(page.createTextNode(` ${tinyformerTexToText(math.textContent)} `));
     });
     return htmlToText(page.documentElement.outerHTML, anchor).replace(/\s+/g, " ");
