@@ -29,6 +29,20 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
+def needs_torch_bernoulli_stream() -> None:
+    """逐位比较 dropout 与 torch 之前调用：torch 的 bernoulli_ 不从全局 CPU 生成器取数时跳过。
+
+    torch 的 CPU 版 bernoulli_ 逐个元素从全局生成器取一个 float64 均匀随机数；在某些构建、某些 CPU 上
+    它改用 MKL 的随机数流，那时 nn.Dropout（以及 F.scaled_dot_product_attention 的 dropout）的随机数
+    与任何基于 torch.rand 的写法都不同，逐位比较没有意义（分布的检查仍然做）。
+    """
+    torch.manual_seed(0)
+    a = torch.empty(1000).bernoulli_(0.5)
+    torch.manual_seed(0)
+    if not torch.equal(a, (torch.rand(1000, dtype=torch.float64) < 0.5).float()):
+        pytest.skip("torch draws bernoulli_ from MKL's stream on this machine")
+
+
 def tiny_transformer_config(**overrides) -> TransformerConfig:
     """极小的编码器–解码器配置：词表 12/12，C=16，4 个头，各 1 层，d_ff=32，max_len=20，无 dropout。"""
     kwargs = dict(

@@ -9,9 +9,12 @@ r"""缩放点积注意力与多头注意力（第 5 章 5.3–5.9 节讲解）�
 4. 参数检查 ``_check_mha_inputs``。
 
 掩码约定见 :mod:`tinyformer.masks`：True 表示"可以关注"。掩码作用在分数矩阵 QKᵀ/√D 上：
-被遮住的分数换成该数据类型能表示的最小有限值，softmax 之后它们的权重是 0（exp 下溢）。
-一行里的键全被遮住时 softmax 给出均匀分布，我们再把这一行的权重置 0，于是输出是 0，
-而不是用 -inf 时会得到的 NaN（-inf 减 -inf）。float32、float16、bfloat16 都是如此。
+被遮住的分数加上 -inf，softmax 之后它们的权重恰好是 0。一行里的键全被遮住时，全是 -inf 的一行
+softmax 会得到 NaN（-inf 减 -inf）；我们先把这样的整行当作"什么都能看"，softmax 之后再把这一行的
+权重置 0，于是输出是 0 而不是 NaN，梯度也没有 NaN。float32、float16、bfloat16 都是如此。
+
+``_attend`` 的每一步（Q、K 各乘 D^(-1/4)、加 0/-inf 掩码、softmax、dropout、乘 V）都与 torch 在 CPU 上
+``F.scaled_dot_product_attention`` 带 dropout 时退回的逐步计算相同，所以训练时两条路径逐位相同。
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def scaled_dot_product_attention(
 
         \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{D}}\Big) V
 
-    ``mask`` 为 False 的分数在 softmax 前被换成极小值，softmax 后它们的权重为 0；
+    ``mask`` 为 False 的分数在 softmax 前加上 -inf，softmax 后它们的权重为 0；
     一行全为 False 时该行权重和输出都是 0（不是 NaN）。
 
     参数:
@@ -106,18 +109,23 @@ def _attend(
 ) -> tuple[Tensor, Tensor]:
     """softmax(QKᵀ/√D) V 本身，不检查参数（调用者已检查）。"""
     D = query.shape[-1]
-    # QKᵀ/√D 与 (Q/√D)Kᵀ 相等；先缩放 Q（T×D 个数）比缩放分数（T×S 个数）省一次大张量运算
+    # Q、K 各乘 D^(-1/4)，乘积就是 QKᵀ/√D（torch 在 CPU 上也这样算，两边的数才逐位相同）
+    scale = math.sqrt(1.0 / math.sqrt(D))
     # (..., T, D) @ (..., D, S) -> (..., T, S)
-    scores = (query / math.sqrt(D)) @ key.transpose(-2, -1)
-    if mask is not None:
-        # 用有限的最小值而不是 -inf：被遮住的分数 softmax 后是 0（exp 下溢），
-        # 整行被遮住时 softmax 得到均匀分布而不是 NaN（-inf 减 -inf）
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    weights = torch.softmax(scores, dim=-1)  # (..., T, S)，每行和为 1
+    scores = (query * scale) @ (key.transpose(-2, -1) * scale)
+    fully_masked = None
     if mask is not None:
         has_key = mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)：这一行至少有一个可关注的键
-        if not has_key.all():  # 有整行被遮住时，把那几行的均匀分布换成 0
-            weights = weights.masked_fill(~has_key, 0.0)
+        if not has_key.all():
+            # 整行被遮住：先让它"什么都能看"（否则 -inf 减 -inf 得 NaN），softmax 之后再置 0
+            fully_masked = ~has_key
+            mask = mask | fully_masked
+        # 与掩码同形状的 0/-inf 张量，原地加到新算出的分数上：不许关注的分数变成 -inf
+        bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device)
+        scores = scores.add_(bias.masked_fill_(~mask, -math.inf))
+    weights = torch.softmax(scores, dim=-1)  # (..., T, S)，每行和为 1，被遮住的位置恰好是 0
+    if fully_masked is not None:
+        weights = weights.masked_fill(fully_masked, 0.0)
     if dropout_p > 0.0:  # 第 6 章：训练时随机丢掉一些权重（其余的放大 1/(1-p)）
         weights = dropout(weights, dropout_p)
     return weights @ value, weights  # (..., T, S) @ (..., S, Dv) -> (..., T, Dv)
@@ -276,17 +284,17 @@ def _attend_fused(
     query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float
 ) -> Tensor:
     """与 :func:`_attend` 相同的计算交给 ``F.scaled_dot_product_attention``（融合内核，不返回权重）。"""
+    if dropout_p > 0.0 and query.device.type == "cpu":
+        # 带 dropout 时 torch 在 CPU 上不用融合内核，而是退回与 _attend 逐位相同的逐步计算；
+        # 直接调用 _attend，权重上的 dropout 就也用第 6 章那个更快的 Dropout
+        return _attend(query, key, value, mask, dropout_p)[0]
     has_key = None if mask is None else mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)
     if has_key is None or has_key.all():
         # (..., T, D), (..., S, D), (..., S, Dv) -> (..., T, Dv)
-        return F.scaled_dot_product_attention(
-            query, key, value, attn_mask=mask, dropout_p=dropout_p
-        )
+        return F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
     # 整行被遮住时 torch 的某些版本/后端给出 NaN（梯度也会是 NaN）。先让这些行"什么都能看"，
     # 算完再把它们的输出置 0，与 _attend 的结果一致。
-    out = F.scaled_dot_product_attention(
-        query, key, value, attn_mask=mask | ~has_key, dropout_p=dropout_p
-    )
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask | ~has_key)
     return out.masked_fill(~has_key, 0.0)  # (..., T, Dv)
 
 

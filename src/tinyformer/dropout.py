@@ -12,8 +12,9 @@ r"""丢弃法（dropout；第 6 章"丢弃法：训练时丢弃，推理时不�
 随机数、做同样的比较和除法，所以同一个种子下丢弃的位置、输出、之后的随机数状态都与 ``nn.Dropout``
 逐位相同（``tests/unit/test_dropout.py``；torch 在某些构建、某些 CPU 上让 ``bernoulli_`` 改用 MKL
 的随机数流，那时 ``nn.Dropout`` 的随机数不同，而这里的不变），只是更快：少了 ``bernoulli_`` 逐个
-元素的分布对象，每次丢弃的随机数快约六分之一；第 8 章的模型每步训练丢弃 16 次
-（``benchmarks/bench_translation.py`` 的 profile 列出它们的耗时）。
+元素的分布对象，每次丢弃的随机数快约六分之一。第 8 章的模型每步训练丢弃 22 次：16 次在各子层的
+输出上，6 次在注意力权重上（见 :mod:`tinyformer.attention` 的 ``_attend_fused``）；
+``benchmarks/bench_translation.py`` 的 profile 列出它们的耗时。
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 约定：**True 表示"可以关注"**，与 ``torch.nn.functional.scaled_dot_product_attention``
 相同（注意 ``torch.nn.MultiheadAttention`` 的 ``key_padding_mask``/bool ``attn_mask``
 恰好相反，True 表示"不许关注"）。掩码作用在分数矩阵 QKᵀ 上：不许关注的分数在 softmax
-之前被换成极小值，softmax 之后这些位置的权重为 0。两种掩码用 ``&`` 组合。
+之前加上 -inf，softmax 之后这些位置的权重为 0。两种掩码用 ``&`` 组合。
 """
 
 from __future__ import annotations

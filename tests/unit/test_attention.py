@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.kit import needs_torch_bernoulli_stream
 from tinyformer import (
     MultiHeadAttention,
     causal_mask,
@@ -13,6 +14,7 @@ from tinyformer import (
     padding_mask,
     scaled_dot_product_attention,
 )
+from tinyformer.attention import _attend_fused
 
 B, T, S, C, H = 2, 5, 7, 16, 4
 D = C // H
@@ -94,9 +96,10 @@ def test_mha_fully_masked_rows_zero_in_both_paths(dtype, need_weights):
     assert (out[1] == 0).all()  # 没有偏置时，注意力输出 0 经 out_proj 仍是 0
 
 
-def test_fully_masked_rows_have_finite_gradients():
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_fully_masked_rows_have_finite_gradients(dropout):
     torch.manual_seed(0)
-    mha = MultiHeadAttention(C, H)
+    mha = MultiHeadAttention(C, H, dropout=dropout)  # 训练模式：dropout > 0 时走 _attend
     x = torch.randn(B, T, C, requires_grad=True)
     mask = causal_mask(T).expand(B, 1, T, T).clone()
     mask[0, 0, 0] = False
@@ -218,6 +221,31 @@ def test_sdpa_dropout_drops_and_rescales_weights():
     assert dropped.any() and not dropped.all()
     # 没被丢弃的权重放大 1 / (1 - p) = 2 倍
     torch.testing.assert_close(dropped_weights[~dropped], 2 * weights[~dropped])
+
+
+@pytest.mark.parametrize("mask_name", ["none", "causal", "padding&causal", "fully-masked-row"])
+def test_training_attention_is_bitwise_torch_sdpa(mask_name):
+    """训练时（CPU，dropout > 0）融合路径不调用 F.scaled_dot_product_attention，而是自己算（_attend）；
+    torch 此时退回的逐步计算与它逐位相同：同一个种子下输出、对 Q/K/V 的梯度、之后的随机数都相同。"""
+    needs_torch_bernoulli_stream()
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(B, H, T, D, requires_grad=True) for _ in range(3))
+    masks = {
+        "none": None,
+        "causal": causal_mask(T),
+        "padding&causal": padding_mask(_ids(T, 2), PAD) & causal_mask(T),
+        "fully-masked-row": causal_mask(T).expand(B, 1, T, T).clone(),
+    }
+    mask = masks[mask_name]
+    if mask_name == "fully-masked-row":
+        mask[0, 0, 1] = False  # 第 0 句第 1 行没有可关注的键
+    results = []
+    for attend in (_attend_fused, F.scaled_dot_product_attention):
+        torch.manual_seed(7)
+        out = attend(q, k, v, mask, 0.1)  # 位置参数：attn_mask、dropout_p
+        results.append((out, *torch.autograd.grad(out.square().sum(), (q, k, v)), torch.rand(3)))
+    for ours, theirs in zip(*results, strict=True):
+        assert torch.equal(ours, theirs)
 
 
 @pytest.mark.parametrize("need_weights", [True, False])

@@ -6,29 +6,16 @@ import pytest
 import torch
 from torch import nn
 
-from tests.kit import tiny_gpt, tiny_transformer
+from tests.kit import needs_torch_bernoulli_stream, tiny_gpt, tiny_transformer
 from tinyformer import Dropout
 from tinyformer.dropout import dropout
-
-
-def _bernoulli_reads_the_cpu_generator() -> bool:
-    """这台机器上 torch 的 bernoulli_ 是否逐个元素从全局 CPU 生成器取 float64 均匀随机数。
-
-    torch 的 CPU 版在某些构建、某些 CPU 上改用 MKL 的随机数流；那时 nn.Dropout 的随机数与
-    任何基于 torch.rand 的写法都不同，逐位比较没有意义（分布的检查仍然做）。
-    """
-    torch.manual_seed(0)
-    a = torch.empty(1000).bernoulli_(0.5)
-    torch.manual_seed(0)
-    return torch.equal(a, (torch.rand(1000, dtype=torch.float64) < 0.5).float())
 
 
 @pytest.mark.parametrize("p", [0.1, 0.15, 0.5, 0.9])
 @pytest.mark.parametrize("shape", [(7,), (64, 14, 128), (3, 4, 20, 20)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_bitwise_equal_to_nn_dropout_with_the_same_seed(p, shape, dtype):
-    if not _bernoulli_reads_the_cpu_generator():
-        pytest.skip("torch draws bernoulli_ from MKL's stream on this machine")
+    needs_torch_bernoulli_stream()
     x = torch.randn(shape).to(dtype).requires_grad_(True)
     torch.manual_seed(5)
     ours = Dropout(p)(x)
@@ -43,8 +30,7 @@ def test_bitwise_equal_to_nn_dropout_with_the_same_seed(p, shape, dtype):
 
 
 def test_training_follows_the_same_trajectory_as_with_nn_dropout():
-    if not _bernoulli_reads_the_cpu_generator():
-        pytest.skip("torch draws bernoulli_ from MKL's stream on this machine")
+    needs_torch_bernoulli_stream()
     ours = tiny_transformer(dropout=0.3)
     theirs = tiny_transformer(dropout=0.3)
     for module in list(theirs.modules()):  # 把我们的 Dropout 换回 torch 的
