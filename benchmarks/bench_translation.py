@@ -7,15 +7,17 @@
 
 1. **每步训练时间**。两个模型（tinyformer 的 ``Transformer`` 与用 ``torch.nn.Transformer`` 搭的同尺寸
    模型：C=128、H=4、编码器/解码器各 2 层、d_ff=256、dropout 0.1、post-LN、权重共享）用同一份语料、
-   同样的批量、损失、优化器、预热学习率和打乱顺序训练。训练按 ``--chunk`` 步一段、两个模型 **交替**
-   进行，每段计一次时，取各段每步时间的中位数：机器负载的起伏对两边的影响相同。计时之前两种
+   同样的批量、损失、优化器、预热学习率和打乱顺序训练。赛跑（见 2）结束后，两个模型再 **交替** 训练
+   ``--timing-rounds`` 轮、每轮 ``--timing-steps`` 步（不存权重、不评估），每轮各计一次时。比值取
+   **逐轮比值**（同一轮里相邻的两段之比）的中位数：这台虚拟机的速度在一次运行里会起伏 ±30 %，
+   短而多的交替段让起伏落在同一轮的两边，比几个长段各自的中位数之比稳得多。计时之前两种
    模型各先训练 ``--warmup-steps`` 步预热（不计）。两个模型的 dropout 各用自己的随机数状态，
    所以交替训练与单独训练走的是同一条轨迹。
 2. **达到目标的步数**。每段结束时在留出的测试集（训练中没见过的搭配）上贪心解码，算完全匹配率和
    sacreBLEU（不计入训练时间）；两个指标都达标（完全匹配 ≥ 95 %、BLEU ≥ 90）即为达到目标。
    为了让步数的分辨率是 ``--fine`` 步而不是一整段，训练时每 ``--fine`` 步在内存里存一份权重；
    某段结束时第一次达标，就回头评估这一段里存下的权重，取其中最早达标的一步。
-3. **达到目标的时间** = 每步时间的中位数 × 达到目标的步数。
+3. **达到目标的时间** = 每步时间的中位数 × 达到目标的步数（比值 = 每步比值 × 步数比值）。
 
 另外用 ``torch.profiler`` 记录两个模型各一步训练，打印算子耗时表和按类别的汇总（时间花在哪里）；
 最后比较同一个训练好的模型的缓存解码与完整重算（``--decode-tokens`` 个词元，不在 ``<eos>`` 停，
@@ -121,7 +123,7 @@ class Contender:
         self.rng = torch.Generator().manual_seed(seed).get_state()  # dropout 用的随机数状态
         self.epoch, self.batches = 0, iter(())
         self.steps = 0
-        self.seconds_per_step: list[float] = []  # 每段的每步平均时间
+        self.seconds_per_step: list[float] = []  # 赛跑每段的每步平均时间（只打印）
         self.snapshots: dict[int, dict] = {}  # 步数 -> 权重（本段内每 --fine 步一份）
         self.steps_to_target: int | None = None
         self.log: list[tuple[int, float, float]] = []  # (步数, 完全匹配率, BLEU)
@@ -148,22 +150,31 @@ class Contender:
         self.steps += 1
 
     def train(self, steps: int, fine: int, timed: bool = True) -> None:
-        """训练 ``steps`` 步（计时），每 ``fine`` 步存一份权重（不计时）。"""
+        """赛跑的一段：训练 ``steps`` 步（计时），每 ``fine`` 步存一份权重（不计时）。"""
+        self.snapshots.clear()
+        seconds = self._run(steps, fine)
+        if timed:
+            self.seconds_per_step.append(seconds / steps)
+
+    def time_steps(self, steps: int) -> float:
+        """只为计时训练 ``steps`` 步（不存权重），返回每步的秒数。"""
+        return self._run(steps, fine=None) / steps
+
+    def _run(self, steps: int, fine: int | None) -> float:
+        """用自己的 dropout 随机数状态训练 ``steps`` 步，返回训练本身用的秒数。"""
         outer_rng = torch.get_rng_state()
         torch.set_rng_state(self.rng)
         self.model.train()
-        self.snapshots.clear()
         seconds = 0.0
         for _ in range(steps):
             start = time.perf_counter()
             self.train_step()
             seconds += time.perf_counter() - start
-            if self.steps % fine == 0:
+            if fine is not None and self.steps % fine == 0:
                 self.snapshots[self.steps] = copy.deepcopy(self.model.state_dict())
-        if timed:
-            self.seconds_per_step.append(seconds / steps)
         self.rng = torch.get_rng_state()
         torch.set_rng_state(outer_rng)
+        return seconds
 
     def reached(self, translator: Translator, pairs) -> bool:
         """在 ``pairs`` 上评估当前权重；第一次达标时在本段存下的权重里找最早达标的一步。"""
@@ -248,6 +259,8 @@ def main() -> None:
     parser.add_argument("--fine", type=int, default=5, help="达到目标的步数精确到几步")
     parser.add_argument("--max-steps", type=int, default=500, help="每个模型最多训练多少步")
     parser.add_argument("--warmup-steps", type=int, default=10, help="计时前预热多少步")
+    parser.add_argument("--timing-rounds", type=int, default=20, help="测每步时间的交替轮数")
+    parser.add_argument("--timing-steps", type=int, default=5, help="测每步时间时每轮几步")
     parser.add_argument("--test-sentences", type=int, default=None, help="只用前 N 个测试句评估")
     parser.add_argument("--decode-tokens", type=int, nargs="+", default=[64, 128])
     parser.add_argument("--decode-sentences", type=int, default=32)
@@ -260,6 +273,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.tiny:
         args.chunk, args.fine, args.max_steps, args.warmup_steps = 2, 1, 4, 1
+        args.timing_rounds, args.timing_steps = 2, 1
         args.test_sentences, args.decode_tokens, args.decode_sentences = 8, [4, 8], 2
         args.repeats, args.profile_rows, args.batch_size = 1, 5, 4
     if args.fine <= 0 or args.chunk % args.fine:
@@ -301,14 +315,28 @@ def main() -> None:
         for contender in contenders:
             contender.reached(ours, test)
 
+    print("\n赛跑各段的每步时间（毫秒，按段的先后；机器的快慢起伏看得见，只打印）：")
+    for c in contenders:
+        print(f"  {c.name:5s} " + " ".join(f"{s * 1e3:6.1f}" for s in c.seconds_per_step))
+
+    timing: dict[str, list[float]] = {c.name: [] for c in contenders}
+    for _ in range(args.timing_rounds):
+        for c in contenders:  # 交替
+            timing[c.name].append(c.time_steps(args.timing_steps))
+    paired = [o / t for o, t in zip(timing["ours"], timing["torch"], strict=True)]
+    print(
+        f"\n每步时间：交替 {args.timing_rounds} 轮、每轮 {args.timing_steps} 步，逐轮比值 ours/torch："
+    )
+    print("  " + " ".join(f"{r:.3f}" for r in paired))
+
     results: dict[str, object] = {}
     for c in contenders:
-        results[f"{c.name}_ms_per_step"] = round(statistics.median(c.seconds_per_step) * 1e3, 2)
+        per_step = statistics.median(timing[c.name])
+        results[f"{c.name}_ms_per_step"] = round(per_step * 1e3, 2)
         results[f"{c.name}_steps_to_target"] = c.steps_to_target
         if c.steps_to_target is not None:
-            seconds = statistics.median(c.seconds_per_step) * c.steps_to_target
-            results[f"{c.name}_seconds_to_target"] = round(seconds, 2)
-    results["timed_chunks"] = len(contenders[0].seconds_per_step)
+            results[f"{c.name}_seconds_to_target"] = round(per_step * c.steps_to_target, 2)
+    results["timing_rounds"] = args.timing_rounds
 
     summaries = {c.name: profile_step(c, args.profile_rows) for c in contenders}
     print("\n一步训练的自身耗时按类别（毫秒；profiler 记录一步，有额外开销，看比例）：")
@@ -338,13 +366,13 @@ def main() -> None:
             f"快 {full / cached:.2f} 倍，输出相同：{same}"
         )
 
-    ratios = {"ratio_ms_per_step": results["ours_ms_per_step"] / results["torch_ms_per_step"]}
+    ratios = {"ratio_ms_per_step": statistics.median(paired)}
     if all(c.steps_to_target for c in contenders):
         ratios["ratio_steps_to_target"] = (
             results["ours_steps_to_target"] / results["torch_steps_to_target"]
         )
         ratios["ratio_seconds_to_target"] = (
-            results["ours_seconds_to_target"] / results["torch_seconds_to_target"]
+            ratios["ratio_ms_per_step"] * ratios["ratio_steps_to_target"]
         )
     results = {**{k: round(v, 3) for k, v in ratios.items()}, **results}
     print(json.dumps(results, ensure_ascii=False))
