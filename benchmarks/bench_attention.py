@@ -10,8 +10,8 @@
 - torch 默认把注意力权重在 H 个头上取平均（``average_attn_weights=True``），返回 (B, T, S)；
   我们返回每个头的 (B, H, T, S)，所以计时的代码里我们也做 ``weights.mean(dim=1)``，
   两边交出的是同一个张量（下面用 allclose 检查）。
-- 各种情形在每一轮里交替运行（interleaved），先预热，再取 N 轮的中位数，
-  这样机器负载的波动对各情形的影响相同。
+- 各种情形在每一轮里交替运行（interleaved），先预热，再取 N 轮的中位数；比值取 **逐轮比值**
+  （同一轮里两个情形之比）的中位数，这样机器负载的波动对各情形的影响相同，也在比值里抵消。
 """
 
 from __future__ import annotations
@@ -97,15 +97,19 @@ def run(mask_name: str, repeats: int, warmup: int, size) -> dict[str, float]:
         for name, function in cases.items():  # 交替运行
             times[name].append(_step(function, x))
     medians = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+    a, b, c, d = times.values()  # 同一轮里的四个情形
+
+    def paired(ours, theirs):  # 逐轮比值的中位数：机器在一次运行里的快慢起伏落在同一轮的两边
+        return statistics.median(o / t for o, t in zip(ours, theirs, strict=True))
 
     print(f"  {'case':<26}{'median ms':>10}")
     for name, ms in medians.items():
         print(f"  {name:<26}{ms:>10.2f}")
     names = list(medians)
     ratios = {
-        "ours / torch   (weights, averaged)": medians[names[0]] / medians[names[1]],
-        "ours fused / ours weights": medians[names[2]] / medians[names[0]],
-        "ours fused / torch need_weights=False": medians[names[2]] / medians[names[3]],
+        "ours / torch   (weights, averaged)": paired(a, b),
+        "ours fused / ours weights": paired(c, a),
+        "ours fused / torch need_weights=False": paired(c, d),
     }
     for name, ratio in ratios.items():
         print(f"  ratio  {name:<40}{ratio:>6.2f}x")
@@ -114,8 +118,8 @@ def run(mask_name: str, repeats: int, warmup: int, size) -> dict[str, float]:
         f"{mask_name}_torch_weights_ms": round(medians[names[1]], 3),
         f"{mask_name}_ours_fused_ms": round(medians[names[2]], 3),
         f"{mask_name}_torch_fused_ms": round(medians[names[3]], 3),
-        f"{mask_name}_ratio_weights": round(medians[names[0]] / medians[names[1]], 3),
-        f"{mask_name}_ratio_fused": round(medians[names[2]] / medians[names[3]], 3),
+        f"{mask_name}_ratio_weights": round(paired(a, b), 3),
+        f"{mask_name}_ratio_fused": round(paired(c, d), 3),
     }
 
 
