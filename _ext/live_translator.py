@@ -9,7 +9,7 @@
 
 为什么构建时导出、而不是把 .onnx 提交进仓库：权重已经随包发布一份（.pt），再提交一份导出的
 二进制文件，两者就可能不一致；构建时导出保证网站上的模型就是包里的那个。导出是确定的（同一个
-检查点、同一版本的 torch 逐字节相同），约 2 秒；检查点、导出代码和 torch 版本都没变时跳过。
+检查点、同一版本的 torch 逐字节相同），约 2 秒；检查点、包的源代码和 torch 版本都没变时跳过。
 
 只有第 8 章的页面用 ``{raw} html`` 引用这些文件，别的页面不加载它们（不像根目录 _static/ 里的脚本）。
 """
@@ -32,7 +32,9 @@ def export_model(app) -> None:
     model_dir = out / "translator_model"
     digest = hashlib.sha256()
     digest.update(checkpoint_path(STEP).read_bytes())
-    digest.update(Path(tinyformer.export.__file__).read_bytes())
+    # 导出的图由整个包的代码决定（注意力、各层、模型），不只是 export.py
+    for source in sorted(Path(tinyformer.export.__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
     digest.update(torch.__version__.encode())
     stamp = out / ".stamp"  # 以点开头：Sphinx 不会把它复制进网站
     if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
