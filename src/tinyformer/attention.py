@@ -199,9 +199,10 @@ class MultiHeadAttention(nn.Module):
             value: 值，与 key 一一对应（通常就是 key）。
             mask: bool，True 表示可以关注（默认 ``None``，不遮挡）。(B, S) 的填充掩码要先
                 变成 (B, 1, 1, S)（见 :func:`~tinyformer.padding_mask`）。
-            need_weights: 是否返回每个头的注意力权重（默认 ``True``）。``False`` 时走
-                ``torch.nn.functional.scaled_dot_product_attention`` 的融合内核，输出相同
-                （到浮点舍入）但更快，返回 ``(output, None)``。
+            need_weights: 是否返回每个头的注意力权重（默认 ``True``）。``False`` 时返回
+                ``(output, None)``：不丢弃时走 ``torch.nn.functional.scaled_dot_product_attention``
+                的融合内核，输出相同（到浮点舍入）但更快；在 CPU 上训练（dropout > 0）时 torch
+                本来也不用融合内核，这里直接用与它逐位相同的 ``_attend``。
             cache: :class:`~tinyformer.KVCache`，增量解码用（第 8 章，默认 ``None``）。
                 自注意力时 key/value 只需是新词元，它们的 K、V 接在缓存后面；
                 此时 S 是缓存后的键数，掩码的最后一维要与它一致。
