@@ -51,6 +51,18 @@ def test_no_hand_typed_numbers_in_headings_or_references():
     assert found == [], found
 
 
+def test_numrefs_spell_out_their_text():
+    """{numref}`标签` 不写文字时 Sphinx 用英文的默认格式，网页上成了“节 5.7”；要写成 {numref}`%s 节 <标签>`。"""
+    docs = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "chapters").glob("*.md"))
+    bare = []
+    for path in docs:
+        texts = markdown(path) if path.suffix == ".ipynb" else [path.read_text(encoding="utf-8")]
+        for text in texts:
+            roles = re.findall(r"\{numref\}`([^`]*)`", text)
+            bare += [(path.name, role) for role in roles if "%s" not in role]
+    assert bare == [], bare
+
+
 def test_chapters_carry_a_label_for_numref():
     for doc in CHAPTERS:
         text = "\n".join(markdown(ROOT / f"{doc}.ipynb"))
