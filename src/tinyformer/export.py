@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import check_instance, check_positive_int
+from .atomic import atomic_write
 from .layers import recording_weights
 from .masks import padding_mask
 from .model import Transformer
@@ -123,15 +124,18 @@ def _export(
     ``TracerWarning``），这对任何合法的句子都成立——编号都在词表内，每个查询至少能看到一个词元。
     PyTorch 2.9 起默认的 ``torch.export`` 导出器（``dynamo=True``）要求图不依赖张量的值，
     遇到这些检查直接报错，所以这里明确选用追踪导出器，并关掉这两类已知的警告。
+
+    文件原子地写（:func:`~tinyformer.atomic.atomic_write`）：导出到一半被打断，``path`` 上原来的
+    文件原封不动。
     """
     axes = {**inputs, **outputs}
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), atomic_write(path) as file:
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         warnings.simplefilter("ignore", DeprecationWarning)  # "legacy TorchScript-based export"
         torch.onnx.export(
             module,
             args,
-            str(path),
+            file,
             input_names=list(inputs),
             output_names=list(outputs),
             dynamic_axes={name: dict(enumerate(dims)) for name, dims in axes.items()},
@@ -154,6 +158,8 @@ def export_translator(
 
     返回:
         ``{"encoder.onnx": 路径, "decoder.onnx": 路径, "translator.json": 路径}``。
+
+    三个文件各自原子地写：导出被打断时，已经存在的文件要么是旧的、要么是完整的新的，不会是半个。
     """
     check_instance("translator", translator, Translator)
     check_positive_int("opset_version", opset_version)
@@ -197,7 +203,8 @@ def export_translator(
         "sentence_end": sorted(SENTENCE_END),
     }
     text = json.dumps(settings, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
-    paths["translator.json"].write_text(text, encoding="utf-8")
+    with atomic_write(paths["translator.json"]) as file:
+        file.write(text.encode("utf-8"))
     return paths
 
 

@@ -14,6 +14,7 @@ import torch
 
 from tinyformer.corpus import PROPER_NOUNS, generate_corpus
 from tinyformer.export import (
+    FILES,
     DecoderStepGraph,
     EncoderGraph,
     export_translator,
@@ -146,6 +147,23 @@ def test_export_is_deterministic(translator, exported, tmp_path):
         # 比较摘要：不相等时 pytest 不必去算几 MB 字节串的差异
         digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in (again[name], path)]
         assert digests[0] == digests[1], name
+
+
+def test_an_interrupted_export_keeps_the_files_already_there(translator, monkeypatch, tmp_path):
+    old = {name: f"old {name}".encode() for name in FILES}
+    for name, content in old.items():
+        (tmp_path / name).write_bytes(content)
+    real_export = torch.onnx.export
+
+    def export_then_interrupt(module, args, f, **kwargs):
+        real_export(module, args, f, **kwargs)  # 写进了半个（这里是整个）新文件……
+        raise KeyboardInterrupt  # ……然后被 Ctrl-C 打断
+
+    monkeypatch.setattr(torch.onnx, "export", export_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        export_translator(translator, tmp_path)
+    assert {name: (tmp_path / name).read_bytes() for name in FILES} == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(FILES)  # 没有留下临时文件
 
 
 def test_bad_arguments_name_the_argument(translator, tmp_path):
