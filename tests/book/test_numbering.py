@@ -37,29 +37,34 @@ def test_the_main_part_is_numbered_chapters_and_sections_only():
     assert [p for p in TOC["parts"] if p.get("numbered")] == [MAIN]  # 前言、附录不编号
 
 
-def test_no_hand_typed_numbers_in_headings_or_references():
+def prose():
+    """各章笔记本和附录 .md 里的 Markdown：逐段给出 (文件名, 文字)。"""
     docs = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "chapters").glob("*.md"))
-    found = []
     for path in docs:
         texts = markdown(path) if path.suffix == ".ipynb" else [path.read_text(encoding="utf-8")]
         for text in texts:
-            for line in text.split("\n"):
-                if re.match(r"#+ (第\s*\d+\s*章|\d+\.\d+ )", line):
-                    found.append((path.name, line))
-            for match in HAND_TYPED.finditer(PROTECTED.sub("", text)):
-                found.append((path.name, match.group(0)))
+            yield path.name, text
+
+
+def test_no_hand_typed_numbers_in_headings_or_references():
+    found = []
+    for name, text in prose():
+        for line in text.split("\n"):
+            if re.match(r"#+ (第\s*\d+\s*章|\d+\.\d+ )", line):
+                found.append((name, line))
+        for match in HAND_TYPED.finditer(PROTECTED.sub("", text)):
+            found.append((name, match.group(0)))
     assert found == [], found
 
 
 def test_numrefs_spell_out_their_text():
     """{numref}`标签` 不写文字时 Sphinx 用英文的默认格式，网页上成了“节 5.7”；要写成 {numref}`%s 节 <标签>`。"""
-    docs = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "chapters").glob("*.md"))
-    bare = []
-    for path in docs:
-        texts = markdown(path) if path.suffix == ".ipynb" else [path.read_text(encoding="utf-8")]
-        for text in texts:
-            roles = re.findall(r"\{numref\}`([^`]*)`", text)
-            bare += [(path.name, role) for role in roles if "%s" not in role]
+    bare = [
+        (name, role)
+        for name, text in prose()
+        for role in re.findall(r"\{numref\}`([^`]*)`", text)
+        if "%s" not in role
+    ]
     assert bare == [], bare
 
 
