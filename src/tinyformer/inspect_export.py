@@ -411,8 +411,19 @@ def export_inspector(
     encoder_names = encoder_stage_names(len(model.encoder_layers))
     decoder_names = decoder_stage_names(len(model.decoder_layers))
 
-    def axes(names, length):  # 每个输出的可变长维：B 与序列长度（注意力权重还有键的长度）
-        return {n: ("B",) if n.endswith("positional") else ("B", length) for n in names}
+    # 每个输出的每一维都给个名字，所以都是可变长的（ONNX 里写成符号维）：批量 B（位置编码表是 P = 1），
+    # 长度 S、T，以及固定的 H、D、C、F（d_ff）、V；按示例输入里各维的大小认出它们（这几个数互不相同）
+    c = model.config
+    sizes = {c.num_heads: "H", c.d_model // c.num_heads: "D", c.d_model: "C", c.d_ff: "F"}
+    sizes.update({c.tgt_vocab_size: "V", src.shape[1]: "S", tgt.shape[1]: "T"})
+    assert len(sizes) == 7, sizes  # 示例输入选得让各维大小不同
+
+    def axes(graph, args, names):
+        outputs = graph(*args)
+        return {
+            n: ("P" if n.endswith("positional") else "B", *(sizes[d] for d in o.shape[1:]))
+            for n, o in zip(names, outputs, strict=True)
+        }
 
     paths = {name: directory / name for name in FILES}
     with warnings.catch_warnings():
@@ -422,7 +433,7 @@ def export_inspector(
             (src,),
             paths["inspect_encoder.onnx"],
             {"src": ("B", "S")},
-            axes(encoder_names, "S"),
+            axes(EncoderInspection(model), (src,), encoder_names),
             opset_version,
         )
         _export(
@@ -430,10 +441,9 @@ def export_inspector(
             (tgt, memory, src),
             paths["inspect_decoder.onnx"],
             {"tgt": ("B", "T"), "memory": ("B", "S"), "src": ("B", "S")},
-            axes(decoder_names, "T"),
+            axes(DecoderInspection(model), (tgt, memory, src), decoder_names),
             opset_version,
         )
-    c = model.config
     # 词表、特殊词元与拼句规则不在这里重复：网页从网页翻译器的 translator.json 读（export.export_translator）
     settings = {
         "format": FORMAT,
