@@ -429,7 +429,7 @@
         const result = await beam(r.sentence, { beamSize: Number(beamSize.value) });
         if (token !== beamToken) return;
         const rows = result.steps.flatMap((hyps, t) =>
-          hyps.map((h, k) => [t + 1, k + 1, h.tokens.slice(1).join(" "), fmt(h.logProb), fmt(h.score), h.finished ? "是" : ""]),
+          hyps.map((h, k) => [t + 1, k + 1, h.tokens.slice(1).filter((w) => w !== "<pad>").join(" "), fmt(h.logProb), fmt(h.score), h.finished ? "是" : ""]),
         );
         beamBox.replaceChildren(
           html("p", {}, `束搜索（束宽 ${beamSize.value}，α = 0.6）的译文：${result.best.translation}；贪心：${r.translation}`),
