@@ -15,17 +15,16 @@
 需要构建好的网站与 Debian 的 chromium；缺少时跳过，CI=true 时失败（同 tests/book/test_browser.py）。
 """
 
-import functools
-import http.server
 import json
 import shutil
-import threading
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import numpy as np
 import pytest
 import torch
 
+from tests.book import test_browser
+from tests.book.test_browser import Visit
 from tests.kit import ROOT, skip_or_fail
 from tinyformer.decoding import beam_search, length_penalty
 from tinyformer.inspect_export import inspect
@@ -55,19 +54,7 @@ SENTENCES = [
 TOLERANCE = 1e-4
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def server(site):
-    handler = functools.partial(QuietHandler, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_port}"
-    httpd.shutdown()
-    httpd.server_close()
+server = test_browser.server  # 同一个 fixture：本机随机端口上的 http.server
 
 
 @pytest.fixture(scope="module")
@@ -86,35 +73,21 @@ def chromium():
         browser.close()
 
 
-class Page:
-    """一个新上下文里的一页：记下控制台错误、失败的请求、外部请求和加载的路径。"""
+class Page(Visit):
+    """test_browser.Visit 在自己的上下文里（空缓存，量字节才准）：控制台错误、失败的请求、外部请求、加载的路径。"""
 
     def __init__(self, chromium, url, **context):
         self.context = chromium.new_context(**context)
-        self.page = self.context.new_page()
-        self.errors, self.failed, self.external, self.paths = [], [], [], []
-        self.page.route("**/*", self._route)
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("requestfailed", lambda r: self.failed.append(r.url))
-        self.page.on("requestfinished", lambda r: self.paths.append(urlparse(r.url).path))
-        self.page.goto(url, wait_until="load")
+        super().__init__(self.context, url)
         self.page.wait_for_load_state("networkidle")
 
-    def _route(self, route):
-        if urlparse(route.request.url).hostname == "127.0.0.1":
-            route.continue_()
-        else:
-            self.external.append(route.request.url)
-            route.abort()
-
     def loaded(self, site):
-        """加载过的文件（去重）与它们在网站里的字节数。"""
+        """加载过的文件（在网站里的路径）。"""
         files = {site / unquote(p).lstrip("/") for p in self.paths}
         return {f for f in files if f.is_file()}
 
     def open_inspector(self):
-        """用键盘打开检查器（Tab 到 summary、回车），等它算完。"""
+        """用键盘打开检查器（焦点移到 summary、回车），等它算完。"""
         summary = self.page.locator(f"{INSPECTOR} > summary")
         summary.focus()
         self.page.keyboard.press("Enter")
