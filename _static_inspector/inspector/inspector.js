@@ -477,7 +477,8 @@
     .tf-inspector .tfi-xlabel { text-anchor: end; dominant-baseline: hanging; }
     .tf-inspector .tfi-mask { text-anchor: middle; dominant-baseline: middle; fill: #fff; }
     .tf-inspector .tfi-table { font-size: 0.85em; display: block; overflow-x: auto; }
-    .tf-inspector .tfi-table td { font-family: var(--pst-font-family-monospace, monospace); }`;
+    .tf-inspector .tfi-table td { font-family: var(--pst-font-family-monospace, monospace); }
+    @media print { .tf-inspector { display: none; } }`;
 
   async function show(root) {
     const status = root.querySelector(".tfi-status");
