@@ -223,7 +223,7 @@
     const cell = options.cell ?? (cols > 40 ? 4 : 40);
     const cellH = options.cellH ?? 26;
     const left = 96;
-    const top = 28;
+    const top = 4;
     const width = cell * cols;
     const height = cellH * rows;
     const limit = Math.max(...matrix.flat().map(Math.abs));
@@ -234,7 +234,6 @@
       width: left + width + 12,
       "aria-label": `${options.title}：${rows} 行 × ${cols} 列`,
     });
-    svg.append(el("text", { x: left, y: 16, class: "tfi-title" }, options.title));
     matrix.forEach((row, r) =>
       row.forEach((value, c) => {
         const masked = options.masked?.(r, c);
@@ -251,6 +250,9 @@
     (options.rowLabels ?? []).forEach((label, r) =>
       svg.append(el("text", { x: left - 6, y: top + r * cellH + cellH / 2, class: "tfi-ylabel" }, label)),
     );
+    // 标题写在图外（HTML 段落），窄屏上折行而不是被裁掉
+    const figure = html("div", { className: "tfi-heatmap" });
+    figure.append(html("p", { className: "tfi-caption" }, options.title));
     (options.colLabels ?? []).forEach((label, c) =>
       svg.append(
         el("text", {
@@ -261,7 +263,8 @@
         }, label),
       ),
     );
-    return svg;
+    figure.append(svg);
+    return figure;
   }
 
   /** stages 里的 {dims, data} 取成二维数组：(R, C) 或 (H, R, C) 的第 h 个。 */
@@ -472,12 +475,13 @@
     .tf-inspector .tfi-controls { display: flex; flex-wrap: wrap; gap: 0.4em 1em; align-items: center; margin: 0.5em 0; }
     .tf-inspector .tfi-status { color: var(--pst-color-text-muted, #57606a); font-size: 0.85em; margin: 0.4em 0; }
     .tf-inspector svg { font-size: 13px; fill: currentColor; max-width: 100%; height: auto; display: block; margin: 0.5em 0; }
-    .tf-inspector .tfi-title { font-size: 13px; }
+    .tf-inspector .tfi-caption { font-size: 0.85em; margin: 0.6em 0 0; }
     .tf-inspector .tfi-ylabel { text-anchor: end; dominant-baseline: middle; }
     .tf-inspector .tfi-xlabel { text-anchor: end; dominant-baseline: hanging; }
     .tf-inspector .tfi-mask { text-anchor: middle; dominant-baseline: middle; fill: #fff; }
     .tf-inspector .tfi-table { font-size: 0.85em; display: block; overflow-x: auto; }
     .tf-inspector .tfi-table td { font-family: var(--pst-font-family-monospace, monospace); }
+    .tf-inspector .tfi-table th, .tf-inspector .tfi-table td { padding: 0.1em 0.6em 0.1em 0; white-space: nowrap; }
     @media print { .tf-inspector { display: none; } }`;
 
   async function show(root) {
