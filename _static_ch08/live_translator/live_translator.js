@@ -121,11 +121,31 @@
     return new Uint8Array(await new Response(stream).arrayBuffer());
   }
 
+  /** 加载 onnxruntime-web（脚本与 WebAssembly，只加载一次）；各章的检查器（inspector.js）也用它。 */
+  let runtime = null;
+  function loadRuntime(runtimeBase) {
+    runtime ??= (async () => {
+      if (!window.ort) {
+        await new Promise((resolve, reject) => {
+          const script = Object.assign(document.createElement("script"), {
+            src: runtimeBase + "ort.wasm.min.js",
+          });
+          script.onload = resolve;
+          script.onerror = () => reject(new Error(`${script.src} 没能加载`));
+          document.head.append(script);
+        });
+      }
+      const ort = window.ort;
+      ort.env.wasm.numThreads = 1; // 多线程需要跨源隔离（COOP/COEP 响应头），静态网站一般没有
+      ort.env.wasm.wasmPaths = { mjs: runtimeBase + "ort-wasm-simd-threaded.mjs" };
+      ort.env.wasm.wasmBinary = await fetchGunzipped(runtimeBase + "ort-wasm-simd-threaded.wasm.gz");
+      return ort;
+    })();
+    return runtime;
+  }
+
   async function loadModel(runtimeBase, modelBase) {
-    const ort = window.ort;
-    ort.env.wasm.numThreads = 1; // 多线程需要跨源隔离（COOP/COEP 响应头），静态网站一般没有
-    ort.env.wasm.wasmPaths = { mjs: runtimeBase + "ort-wasm-simd-threaded.mjs" };
-    ort.env.wasm.wasmBinary = await fetchGunzipped(runtimeBase + "ort-wasm-simd-threaded.wasm.gz");
+    const ort = await loadRuntime(runtimeBase);
     const options = { executionProviders: ["wasm"] };
     const settings = await (await fetch(modelBase + "translator.json")).json();
     const encoder = await ort.InferenceSession.create(modelBase + "encoder.onnx", options);
@@ -313,7 +333,22 @@
     await run();
   }
 
-  const start = () => document.querySelectorAll(".live-translator").forEach(setUp);
+  window.tinyformerLive = { segment, unknownMessage, detokenize, viridis, loadRuntime };
+
+  // 翻译器滚进视野（或读者把焦点移进它）时才加载运行时和模型：页面打开时不下载这约 6.5 MB
+  const start = () =>
+    document.querySelectorAll(".live-translator").forEach((root) => {
+      let started = false;
+      const once = () => {
+        if (started) return;
+        started = true;
+        observer.disconnect();
+        setUp(root);
+      };
+      const observer = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && once());
+      observer.observe(root);
+      root.addEventListener("focusin", once);
+    });
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

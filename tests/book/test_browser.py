@@ -579,6 +579,7 @@ def live_translate(page, sentence):
 
 
 def wait_for_live_model(page):
+    page.locator(LIVE).scroll_into_view_if_needed()  # 翻译器滚进视野时才加载模型
     page.wait_for_function(
         f"() => !document.querySelector('{LIVE} input').disabled "
         f"|| document.querySelector('{LIVE} .lt-status').textContent.includes('没能加载')",
@@ -631,6 +632,7 @@ def test_live_translator_from_file_url_says_it_needs_http(browser, site):
     page = browser.new_page()
     try:
         page.goto((site / f"{CH08}.html").as_uri(), wait_until="load")
+        page.locator(LIVE).scroll_into_view_if_needed()
         page.wait_for_function(
             f"() => document.querySelector('{LIVE} .lt-status').textContent.includes('没能加载')",
             timeout=60_000,

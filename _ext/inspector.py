@@ -1,0 +1,102 @@
+"""各章网页上的“用训练好的模型看看”（Sphinx 扩展，_config.yml 里以 local_extensions 加载）。
+
+1. 构建开始时（builder-inited）从随包发布的检查点导出看得见中间结果的两张 ONNX 图
+   （``tinyformer.inspect_export.export_inspector``）到 ``_build/inspector/inspector_model/``，
+   再把它和浏览器端脚本 ``_static_inspector/inspector/inspector.js`` 加进 ``html_static_path``：
+   网站里是 ``_static/inspector_model/`` 与 ``_static/inspector/inspector.js``。与网页翻译器一样，
+   检查点、包的源代码和 torch 版本都没变时跳过导出（``.stamp``）。所有页面共用这一份导出，浏览器缓存它。
+2. 指令 ``inspector``：章节里写一个 markdown 单元格::
+
+       ```{inspector} attention
+       :sentence: 她明天在家写作业吗？
+
+       这里是 {numref}`%s 节 <ch05-mask>` 算的注意力权重……（可选的说明，照常按 MyST 解析）
+       ```
+
+   参数是视图的名字（:data:`VIEWS`）。网页上它是一个折叠的 ``<details>``（“用训练好的模型看看”），
+   读者打开它（或它滚进视野）时 ``inspector.js`` 才加载 WebAssembly 运行时、分词脚本和模型——
+   页面打开时只多一个约 20 KB 的脚本。笔记本版（tools/edition.py）可以把整个指令换成一行指向网站的链接。
+
+页面级的 JavaScript 接口 ``window.tinyformerInspect(sentence)``、``window.tinyformerBeam(sentence, options)``
+见 inspector.js 开头；tests/book/test_inspector.py 用它们核对网页上的数与 Python 包的相同。
+"""
+
+import hashlib
+import html
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util.docutils import SphinxDirective
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "_static_inspector"  # inspector/inspector.js → _static/inspector/
+STEP = 600  # 与第 8 章、网页翻译器同一个检查点
+VIEWS = ("embedding", "positional", "attention", "norm_ffn", "stack", "decoding")
+DEFAULT_SENTENCE = "她明天在家写作业吗？"
+
+
+def export_model(app) -> None:
+    import torch
+
+    import tinyformer.inspect_export
+    from tinyformer.pretrained import checkpoint_path, load_translator
+
+    out = Path(app.outdir).parent / "inspector"  # _build/inspector
+    digest = hashlib.sha256()
+    digest.update(checkpoint_path(STEP).read_bytes())
+    for source in sorted(Path(tinyformer.inspect_export.__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    digest.update(torch.__version__.encode())
+    stamp = out / ".stamp"  # 以点开头：Sphinx 不会把它复制进网站
+    if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
+        tinyformer.inspect_export.export_inspector(load_translator(STEP), out / "inspector_model")
+        stamp.write_text(digest.hexdigest())
+    app.config.html_static_path.extend([str(out), str(SCRIPTS)])
+
+
+class InspectorDirective(SphinxDirective):
+    """``{inspector} 视图名``：一个折叠的在线检查器（见模块说明）。"""
+
+    required_arguments = 1
+    has_content = True
+    option_spec = {"sentence": directives.unchanged}
+
+    def run(self):
+        view = self.arguments[0]
+        if view not in VIEWS:
+            raise self.error(f"inspector view must be one of {VIEWS}, got {view!r}")
+        sentence = self.options.get("sentence", DEFAULT_SENTENCE)
+        static = "../" * self.env.docname.count("/") + "_static/"
+        attributes = {
+            "class": "tf-inspector",
+            "data-view": view,
+            "data-sentence": sentence,
+            "data-runtime": static + "onnxruntime-web/",
+            "data-model": static + "inspector_model/",
+            "data-translator": static + "translator_model/",
+            "data-text": static + "live_translator/live_translator.js",
+        }
+        opening = "".join(f' {k}="{html.escape(v)}"' for k, v in attributes.items())
+        head = f'<details{opening}><summary>用训练好的模型看看</summary><div class="tfi-body">'
+        controls = (
+            '<div class="tfi-controls"><label>中文句子 '
+            f'<input type="text" class="tfi-sentence" value="{html.escape(sentence)}"></label> '
+            '<button type="button" class="tfi-run">看看</button></div>'
+            '<div class="tfi-status" role="status">打开时加载模型（约 3 MB）与 WebAssembly 运行时（约 3.6 MB）。</div>'
+            '<div class="tfi-view"></div></div></details>'
+            f'<script src="{static}inspector/inspector.js"></script>'
+        )
+        body = nodes.container(classes=["tfi-intro"])
+        self.state.nested_parse(self.content, self.content_offset, body)
+        result = [nodes.raw("", head, format="html")]
+        if self.content:
+            result.append(body)
+        result.append(nodes.raw("", controls, format="html"))
+        return result
+
+
+def setup(app):
+    app.connect("builder-inited", export_model)
+    app.add_directive("inspector", InspectorDirective)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
