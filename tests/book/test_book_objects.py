@@ -58,3 +58,19 @@ def test_every_chapter_opens_with_learning_goals(site):
             assert heading.select_one(".section-number") is None, f"{prefix}: {heading.get_text()}"
         goals = headings[0].find_next("ul")
         assert 3 <= len(goals.find_all("li", recursive=False)) <= 5, prefix
+
+
+def test_solution_titles_read_in_chinese_word_order_one_per_exercise(site):
+    """_ext/proof_zh.py 把 sphinx-exercise 的“解答 练习 1.1”排成中文语序“练习 1.1 解答”，链接指向那道练习；
+    每道练习恰好一个解答（同一个标签下两个解答会在网页上出现两个“练习 N.M 解答”）。"""
+    for prefix in CHAPTERS:
+        article = BeautifulSoup(page(site, prefix), "html.parser").select_one("article")
+        exercises = caption_numbers(str(article), "练习")
+        titles = article.select(".solution > .admonition-title")
+        texts = [" ".join(title.get_text().split()) for title in titles]
+        assert texts == [f"练习 {number} 解答" for number in exercises], prefix
+        for title, number in zip(titles, exercises, strict=True):
+            link = title.find("a")
+            assert link.get_text().strip() == f"练习 {number}", prefix
+            target = article.find(id=link["href"].removeprefix("#"))
+            assert target is not None and "exercise" in target.get("class", []), (prefix, number)
