@@ -183,21 +183,28 @@ def check_key_value(key: Tensor, value: Tensor) -> None:
         )
 
 
-def check_mask(name: str, mask, shape: Sequence[int], ndims: Sequence[int]) -> None:
-    """掩码必须是 bool 张量（True = 可以关注），能广播到注意力分数的形状 ``shape``。
-
-    为了不让错误的掩码被"悄悄地"广播（例如直接传入 (B, S) 的填充掩码），这里要求：
-    维数属于 ``ndims``；从右往左对齐后每一维要么等于 ``shape`` 的对应维，要么是 1；
-    最后一维必须恰好是 S（键的个数），不能是 1。
-    """
-    if mask is None:
-        return
+def _check_bool_mask(name: str, mask, builder: str) -> None:
+    """掩码必须是 bool 张量（True = 可以关注）；``builder`` 告诉读者该用什么造它。"""
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = f"dtype={mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(
             f"{name} must be a bool tensor (True = may attend), got {got}; "
-            "convert with mask.bool() or build it with causal_mask / padding_mask"
+            f"convert with mask.bool() or build it with {builder}"
         )
+
+
+def check_mask(name: str, mask, shape: Sequence[int], ndims: Sequence[int]) -> None:
+    """注意力掩码（attn_mask）：bool 张量（True = 可以关注），能广播到注意力分数的形状 ``shape``。
+
+    注意力掩码说的是"哪个查询可以看哪个键"，所以它的最后两维是 (T, S)：维数属于 ``ndims``；
+    从右往左对齐后每一维要么等于 ``shape`` 的对应维，要么是 1；最后一维必须恰好是 S。
+    (B, S) 的填充掩码**不能**从这里传进来：B == T 时它的形状与 (T, S) 相同，却会把每个
+    *查询行*而不是每个*批量行*遮住。填充掩码有自己的参数 ``key_padding_mask``
+    （见 :func:`check_key_padding_mask`）。
+    """
+    if mask is None:
+        return
+    _check_bool_mask(name, mask, "causal_mask")
     expected = tuple(shape[-mask.ndim :]) if mask.ndim <= len(shape) else None
     fits = (
         mask.ndim in ndims
@@ -209,7 +216,35 @@ def check_mask(name: str, mask, shape: Sequence[int], ndims: Sequence[int]) -> N
         allowed = " or ".join(str(n) for n in ndims)
         raise ValueError(
             f"{name} of shape {tuple(mask.shape)} does not fit the attention scores of shape "
-            f"{tuple(shape)}: it needs {allowed} dimensions, each equal to the scores' dimension "
-            "or 1 (aligned from the right), and the last one exactly S; "
-            "a padding mask must have shape (B, 1, 1, S), see padding_mask"
+            f"{tuple(shape)}: an attention mask needs {allowed} dimensions ending in (T, S), "
+            "each equal to the scores' dimension or 1 (aligned from the right), the last one "
+            "exactly S; a (B, S) padding mask goes to key_padding_mask instead"
         )
+
+
+def check_key_padding_mask(name: str, mask, batch: int, S: int) -> None:
+    """填充掩码（key_padding_mask）：bool 张量 (B, S)，True = 这个键是真实词元、可以关注。
+
+    它说的是"每一句里哪些键是填充"，与查询无关，所以形状恰好是 (B, S)，不接受广播。
+    """
+    if mask is None:
+        return
+    _check_bool_mask(name, mask, "ids != pad_id")
+    if tuple(mask.shape) != (batch, S):
+        raise ValueError(
+            f"{name} must have shape (B, S) = ({batch}, {S}) (True = a real token, may attend), "
+            f"got shape {tuple(mask.shape)}; pass ids != pad_id here (padding_mask gives the "
+            "(B, 1, 1, S) form for attn_mask)"
+        )
+
+
+def merge_masks(attn_mask: Tensor | None, key_padding_mask: Tensor | None, ndim: int):
+    """把 (B, S) 的填充掩码摆成 (B, 1, …, 1, S)，与注意力掩码 ``&`` 成一个（都是 True = 可以关注）。
+
+    ``ndim`` 是注意力分数的维数；两个都是 ``None`` 时返回 ``None``。
+    """
+    if key_padding_mask is None:
+        return attn_mask
+    B, S = key_padding_mask.shape
+    padding = key_padding_mask.view(B, *([1] * (ndim - 2)), S)  # (B, S) -> (B, 1, ..., 1, S)
+    return padding if attn_mask is None else padding & attn_mask
