@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 
 import torch
@@ -30,6 +31,52 @@ def shorten(value, limit: int = 60) -> str:
         return f"{value[:limit]!r}…（共 {len(value)} 个字符）"
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}…（repr 共 {len(text)} 个字符）"
+
+
+# 一层 Transformer 在参数之外的开销（Python 对象、张量头、模块字典），实测 50–70 KB
+LAYER_OVERHEAD_BYTES = 64 * 1024
+
+
+def machine_memory() -> int:
+    """这台机器的物理内存（字节）；读不到时当作 1 TiB（只用来挡住显然不可能的尺寸）。"""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2**40
+
+
+def _bytes_text(nbytes: int) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def check_memory(what: str, nbytes: int) -> None:
+    """``what`` 要的张量放不进这台机器的内存时拒绝，消息写明要多少字节。
+
+    在分配之前调用（构造函数、掩码、束搜索），免得 torch 的分配器在深处报
+    ``DefaultCPUAllocator: can't allocate memory``，或者机器因为内存耗尽而卡死。
+    """
+    limit = machine_memory()
+    if nbytes > limit:
+        raise ValueError(
+            f"{what} would need about {_bytes_text(nbytes)} ({nbytes} bytes) of memory, "
+            f"more than this machine has ({_bytes_text(limit)}); choose smaller sizes"
+        )
+
+
+def layer_stack_bytes(d_model: int, d_ff: int, attentions: int, num_layers: int) -> int:
+    """``num_layers`` 个 Transformer 层的 float32 参数加上模块开销（字节）。
+
+    每层：``attentions`` 个多头注意力（4 个 C×C 矩阵和偏置）、一个前馈网络（C×d_ff、d_ff×C 和偏置）、
+    ``attentions + 1`` 个 LayerNorm（γ、β）。编码器层和 GPT 的块 attentions=1，解码器层 2。
+    """
+    C = d_model
+    per_layer = (
+        attentions * (4 * C * C + 4 * C) + 2 * C * d_ff + d_ff + C + (attentions + 1) * 2 * C
+    )
+    return num_layers * (4 * per_layer + LAYER_OVERHEAD_BYTES)
 
 
 def _is_int(value) -> bool:

@@ -22,6 +22,7 @@ from ._checks import (
     check_bool,
     check_instance,
     check_int,
+    check_memory,
     check_nonnegative_float,
     check_positive_int,
     check_tensor,
@@ -179,9 +180,26 @@ def beam_search(
     """
     _check_decode_args(model, src, bos_id, eos_id, max_len, use_cache)
     check_positive_int("beam_size", beam_size)
+    V, outputs = model.config.tgt_vocab_size, 0
+    for length in range(1, max_len + 1):  # 最多 max_len 个词元的不同输出有 V + V² + … 个
+        outputs += V**length
+        if outputs >= beam_size:
+            break
+    if beam_size > outputs:
+        raise ValueError(
+            f"beam_size must be <= the number of distinct outputs of at most max_len={max_len} "
+            f"tokens (V + V**2 + ... with V={V}) = {outputs}, got beam_size={beam_size}"
+        )
     check_nonnegative_float("alpha", alpha)
     B, K = src.shape[0], beam_size
     pad_id, device = model.config.pad_id, src.device
+    # 每个候选一份 memory (S, C) 和编码时的 FFN 激活 (S, d_ff)、几份 logits (V)、一个前缀
+    # (1 + max_len)，缓存里每层还有交叉注意力的 K、V (S, C) 和自注意力的 K、V (1 + max_len, C)
+    c = model.config
+    S = src.shape[1]
+    per_row = 4 * S * (c.d_model * (1 + 2 * c.num_decoder_layers) + c.d_ff) + 12 * c.tgt_vocab_size
+    per_row += 8 * (1 + max_len) + 8 * (1 + max_len) * c.d_model * c.num_decoder_layers
+    check_memory(f"beam_search with B={B}, beam_size={K}", B * K * per_row)
 
     # 每句复制 K 份：第 b 句的 K 个前缀占第 b*K .. b*K+K-1 行
     src_k = src.repeat_interleave(K, dim=0)  # (B, S) -> (B*K, S)

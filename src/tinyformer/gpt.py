@@ -20,9 +20,11 @@ from ._checks import (
     check_dropout,
     check_fits,
     check_instance,
+    check_memory,
     check_positive_float,
     check_positive_int,
     check_tensor,
+    layer_stack_bytes,
 )
 from .cache import KVCache
 from .dropout import Dropout
@@ -162,6 +164,12 @@ class GPT(nn.Module):
         super().__init__()
         check_instance("config", config, GPTConfig)
         self.config = c = config
+        embeddings = (c.vocab_size * (1 if c.tie_weights else 2) + c.max_len) * c.d_model
+        needed = 4 * embeddings + layer_stack_bytes(c.d_model, c.d_ff, 1, c.num_layers)
+        sizes = (
+            f"vocab_size={c.vocab_size}, d_model={c.d_model}, d_ff={c.d_ff}, max_len={c.max_len}"
+        )
+        check_memory(f"GPT with {sizes}, num_layers={c.num_layers}", needed)  # 先算总账再建层
         self.token_embedding = TokenEmbedding(c.vocab_size, c.d_model, scale=False)
         self.position_embedding = nn.Embedding(c.max_len, c.d_model)  # 学到的位置嵌入
         self.dropout = Dropout(c.dropout)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._checks import check_int, check_positive_int, check_tensor
+from ._checks import check_int, check_memory, check_positive_int, check_tensor
 
 
 def causal_mask(T: int, device: torch.device | str | None = None, start: int = 0) -> Tensor:
@@ -54,6 +54,7 @@ def causal_mask(T: int, device: torch.device | str | None = None, start: int = 0
     check_positive_int("T", T)
     check_int("start", start, minimum=0)
     S = start + T
+    check_memory(f"causal_mask(T={T}, start={start})", 2 * S * S)  # (S, S) 的全 1 表和它的下三角
     full = torch.ones(S, S, dtype=torch.bool, device=device).tril()  # (S, S) 下三角
     return full[start:]  # (S, S) -> (T, S)：只要新词元那几行
 

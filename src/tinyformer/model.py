@@ -17,8 +17,10 @@ from ._checks import (
     check_dropout,
     check_instance,
     check_int,
+    check_memory,
     check_positive_int,
     check_tensor,
+    layer_stack_bytes,
 )
 from .cache import KVCache
 from .embedding import TokenEmbedding
@@ -156,6 +158,14 @@ class Transformer(nn.Module):
         super().__init__()
         check_instance("config", config, TransformerConfig)
         self.config = c = config
+        sizes = ", ".join(
+            f"{name}={getattr(c, name)}"
+            for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "d_ff", "max_len")
+        )
+        layers = (
+            f"num_encoder_layers={c.num_encoder_layers}, num_decoder_layers={c.num_decoder_layers}"
+        )
+        check_memory(f"Transformer with {sizes}, {layers}", _memory_needed(c))  # 先算总账再建层
         self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model)  # ×√C
         self.tgt_embed = TokenEmbedding(c.tgt_vocab_size, c.d_model)
         self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)  # 源、目标共用
@@ -236,3 +246,12 @@ class Transformer(nn.Module):
             memory_key_padding_mask=src_key_padding_mask,
             tgt_key_padding_mask=tgt_key_padding_mask,
         )  # (B, T, V)
+
+
+def _memory_needed(c: TransformerConfig) -> int:
+    """按 ``c`` 建模型要的字节数：float32 参数、模块开销，以及位置编码表（建表时是 float64）。"""
+    embeddings = (c.src_vocab_size + c.tgt_vocab_size * (1 if c.tie_output else 2)) * c.d_model
+    layers = layer_stack_bytes(c.d_model, c.d_ff, 1, c.num_encoder_layers) + layer_stack_bytes(
+        c.d_model, c.d_ff, 2, c.num_decoder_layers
+    )
+    return 4 * embeddings + layers + 8 * c.max_len * c.d_model
