@@ -15,6 +15,8 @@ K、V 从缓存取；``use_cache=False`` 时每步把整段前缀重新送入解
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -191,6 +193,12 @@ def beam_search(
             f"tokens (V + V**2 + ... with V={V}) = {outputs}, got beam_size={beam_size}"
         )
     check_nonnegative_float("alpha", alpha)
+    if not math.isfinite(float(length_penalty(max_len, alpha))):
+        # 例如 alpha=1e308：惩罚是 inf，每个候选的得分都是 -0.0，选出的译文是任意的
+        raise ValueError(
+            f"alpha must keep the length penalty ((5 + max_len) / 6)**alpha finite in float32, "
+            f"got alpha={alpha}, max_len={max_len}"
+        )
     B, K = src.shape[0], beam_size
     pad_id, device = model.config.pad_id, src.device
     # 每个候选一份 memory (S, C) 和编码时的 FFN 激活 (S, d_ff)、几份 logits (V)、一个前缀

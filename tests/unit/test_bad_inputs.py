@@ -140,6 +140,10 @@ API = [
         beam_size=10**7), ValueError,
      r"^beam_size must be <= the number of distinct outputs of at most max_len=5 tokens "
      r"\(V \+ V\*\*2 \+ \.\.\. with V=\d+\) = \d+, got beam_size=10000000$"),
+    ("beam-alpha-1e308", lambda t: beam_search(tiny_model(), torch.tensor([[5, 6]]), 1, 2, max_len=5,
+        alpha=1e308), ValueError,
+     r"^alpha must keep the length penalty \(\(5 \+ max_len\) / 6\)\*\*alpha finite in float32, "
+     r"got alpha=1e\+308, max_len=5$"),
     ("beam-size-10**7-big-vocab", lambda t: beam_search(tiny_model(tgt_vocab_size=500), torch.tensor(
         [[5, 6]]), 1, 2, max_len=5, beam_size=10**7), ValueError,
      r"^beam_search with B=1, beam_size=10000000 would need about [\d.]+ GiB"),
