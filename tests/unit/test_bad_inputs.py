@@ -732,9 +732,12 @@ TRAIN_CLI = [
     ("unknown-option", ["--lr", "1"], 2, r"unrecognized arguments: --lr 1" + USAGE),
 ]  # fmt: skip
 
-UNKNOWN = r" has words not in the source vocabulary: \['好好'\]; the model can only translate words it was trained on"
+UNKNOWN = r"：有模型没学过的词 \['好好'\]，模型只能翻译训练语料里的词"
 TRANSLATE_CLI = [
-    ("no-model", ["我"], 2, r"the following arguments are required: --model" + USAGE),
+    ("no-model-no-sentence", [], 2, r"the following arguments are required: sentences" + USAGE),
+    ("unknown-long-option", ["--model", "{model}", "--temperature", "2", "我"], 2,
+     r"unrecognized arguments: --temperature" + USAGE),
+    ("unknown-short-option", ["--model", "{model}", "-x", "我"], 2, r"unrecognized arguments: -x" + USAGE),
     ("no-sentence", ["--model", "{model}"], 2, r"the following arguments are required: sentences" + USAGE),
     ("beam-size-zero", ["--model", "{model}", "--beam-size", "0", "我"], 2,
      r"argument --beam-size: must be a positive integer, got 0" + USAGE),
@@ -761,11 +764,14 @@ TRANSLATE_CLI = [
     ("model-other-config", ["--model", "{other}", "我"], 2, r"checkpoint " + TMP +
      r" has state_dict\['src_embed.embedding.weight'\] of shape \(14, 32\) and dtype torch.float32, "
      r"but its config needs shape \(14, 16\) and dtype torch.float32"),
-    ("unknown-words-40k-chars", ["--model", "{model}", LONG], 2, r"sentence '好{60}'…（共 40000 个字符）" + UNKNOWN),
+    ("unknown-words-40k-chars", ["--model", "{model}", LONG], 2, r"无法翻译 '好{60}'…（共 40000 个字符）" + UNKNOWN),
     ("too-many-words", ["--model", "{model}", "我明天去北京。" * 20], 2,
-     r"sentence '(我明天去北京。){8}我明天去'…（共 140 个字符） has 100 words, but the model reads at most "
-     r"max_len=80; split it into shorter sentences"),
-    ("empty-sentence", ["--model", "{model}", ""], 2, r"sentence must contain at least one word, got ''"),
+     r"无法翻译 '(我明天去北京。){8}我明天去'…（共 140 个字符）：句子太长，超过了模型的位置数 max_len，请拆成短句"),
+    ("empty-sentence", ["--model", "{model}", ""], 2, r"无法翻译 ''：句子里没有词"),
+    ("dash-sentence", ["--model", "{model}", "-好好"], 2, r"无法翻译 '-好好'：有模型没学过的词 \['-', '好好'\]，"
+     r"模型只能翻译训练语料里的词"),
+    ("dash-sentence-after-double-dash", ["--model", "{model}", "--", "-好好"], 2,
+     r"无法翻译 '-好好'：有模型没学过的词 \['-', '好好'\]，模型只能翻译训练语料里的词"),
 ]  # fmt: skip
 
 
@@ -871,3 +877,26 @@ def test_a_hostile_checkpoint_costs_about_what_the_file_holds(tmp_path, good_che
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines[:-1]] == ["refused", "refused"]
     assert int(lines[-1]) < 64 * 1024  # 读两个文件，峰值内存增加不到 64 MiB
+
+
+def test_translate_without_model_uses_the_shipped_weights_and_says_so(capsys):
+    # issue 26：读者的第一次尝试应当能翻译（旧代码：--model 是必需的参数）
+    status, out, err = run_cli(cli.translate_main, ["我明天去北京。"], capsys)
+    assert (status, out) == (0, "I will go to Beijing tomorrow.\n")
+    assert re.fullmatch(
+        r"提示：没有给 --model，使用随包发布的权重（训练 \d+ 步，tinyformer.pretrained）\n", err
+    )
+
+
+def test_translate_says_when_a_sentence_is_outside_the_grammar(capsys):
+    # issue 26：否定疑问句，语料从不生成；每个词都在词表里，模型给出一句流利但错误的译文
+    sentence = "他昨天没在商店买衣服吗？"
+    status, out, err = run_cli(cli.translate_main, [sentence, "我明天去北京。"], capsys)
+    assert status == 0 and len(out.splitlines()) == 2  # 照样给出模型的译文
+    assert err.splitlines()[1:] == [f"提示：'{sentence}'：这句话的句型不在训练语料里，译文不可信"]
+
+
+def test_translate_help_says_how_to_pass_a_sentence_starting_with_a_dash(capsys):
+    with pytest.raises(SystemExit):
+        cli.translate_main(["--help"])
+    assert "以 - 开头的句子放在 -- 之后" in capsys.readouterr().out
