@@ -265,7 +265,7 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
         try:
             words = translator.tokenize(sentence)
         except ValueError as err:
-            print(f"错误：无法翻译 {shorten(sentence)}：{_chinese_reason(err)}", file=sys.stderr)
+            print(f"错误：{cannot_translate(sentence, err)}", file=sys.stderr)
             status = 2
             continue
         print(translator.translate(sentence, beam_size=args.beam_size), flush=True)
@@ -274,8 +274,12 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def cannot_translate(sentence: str, err: ValueError) -> str:
+    """``Translator.tokenize`` 的英文消息 → 给读者的一行中文（命令行和网页翻译器用同一句话）。"""
+    return f"无法翻译 {shorten(sentence)}：{_chinese_reason(err)}"
+
+
 def _chinese_reason(err: ValueError) -> str:
-    """``Translator.tokenize`` 的英文消息 → 给命令行读者的中文说明。"""
     text = str(err)
     if "has words not in the source vocabulary" in text:
         words = text.split("source vocabulary: ", 1)[1].split("; the model", 1)[0]

@@ -198,6 +198,7 @@ def export_translator(
         "bos_id": tgt_vocab.bos_id,
         "eos_id": tgt_vocab.eos_id,
         "max_len": 32,  # 与 Translator.translate 的默认值相同
+        "src_max_len": model.config.max_len,  # 源句最多几个词：位置编码表的行数
         "num_decoder_layers": len(model.decoder_layers),
         "capitalized": dict(sorted(capitalization(translator.proper_nouns).items())),
         "attach_left": sorted(ATTACH_LEFT),
