@@ -15,6 +15,7 @@
 """
 
 import hashlib
+import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,9 +39,30 @@ def export_model(app) -> None:
     digest.update(torch.__version__.encode())
     stamp = out / ".stamp"  # 以点开头：Sphinx 不会把它复制进网站
     if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
-        tinyformer.export.export_translator(load_translator(STEP), model_dir)
+        translator = load_translator(STEP)
+        tinyformer.export.export_translator(translator, model_dir)
+        write_grammar(translator, model_dir / "grammar.json")
         stamp.write_text(digest.hexdigest())
     app.config.html_static_path.extend([str(out), str(SCRIPTS)])
+
+
+GRAMMAR_OFFSET = 0x41  # 词元编号 i 写成字符 chr(0x41 + i)：一句话是一个短字符串
+
+
+def write_grammar(translator, path: Path) -> None:
+    """语法能生成的全部句子（tinyformer.corpus.grammar_sentences），供网页判断句型在不在训练语料里。
+
+    每句是它的源词元编号，编号 i 写成一个字符 chr(0x41 + i)，句与句之间用换行分开：
+    12480 句约 110 KB（JSON 文本），浏览器把它放进一个 Set，与 tinyformer.corpus.in_grammar 精确相同。
+    """
+    from tinyformer.atomic import atomic_write
+    from tinyformer.corpus import OUT_OF_GRAMMAR, grammar_sentences
+
+    stoi = translator.src_vocab.stoi
+    lines = sorted("".join(chr(GRAMMAR_OFFSET + stoi[w]) for w in s) for s in grammar_sentences())
+    data = {"offset": GRAMMAR_OFFSET, "sentences": "\n".join(lines), "notice": OUT_OF_GRAMMAR}
+    with atomic_write(path) as file:
+        file.write(json.dumps(data, ensure_ascii=True).encode())
 
 
 def setup(app):

@@ -58,17 +58,28 @@
     return quote + (quote === "'" ? body.replace(/'/g, "\\'") : body) + quote;
   }
 
-  /** 与 Translator.tokenize 的 ValueError 相同的消息；句子能翻译时返回 null。 */
-  function unknownMessage(sentence, tokens, words) {
-    if (tokens.length === 0) {
-      return `sentence must contain at least one word, got ${pyRepr(sentence)}`;
+  /** tinyformer._checks.shorten：太长的句子只引用前 60 个字符，并注明原来有多长。 */
+  function shorten(text) {
+    const chars = [...text];
+    if (chars.length > 60) return `${pyRepr(chars.slice(0, 60).join(""))}…（共 ${chars.length} 个字符）`;
+    return pyRepr(text);
+  }
+  /** 与命令行（tinyformer.cli.cannot_translate）相同的中文消息；句子能翻译时返回 null。
+   * maxLen 是模型的位置数（源句最多几个词），不给时不检查长度。 */
+  function unknownMessage(sentence, tokens, words, maxLen) {
+    const head = `无法翻译 ${shorten(sentence)}：`;
+    if (tokens.length === 0) return head + "句子里没有词";
+    const unknown = [...new Set(tokens.filter((t) => !words.has(t)))];
+    if (unknown.length > 0) {
+      const shown = unknown.length <= 10
+        ? `[${unknown.map(pyRepr).join(", ")}]`
+        : `[${unknown.slice(0, 10).map(pyRepr).join(", ")}]…（共 ${unknown.length} 个）`;
+      return head + `有模型没学过的词 ${shown}，模型只能翻译训练语料里的词`;
     }
-    const unknown = tokens.filter((t) => !words.has(t));
-    if (unknown.length === 0) return null;
-    return (
-      `sentence ${pyRepr(sentence)} has words not in the source vocabulary: ` +
-      `[${unknown.map(pyRepr).join(", ")}]; the model can only translate words it was trained on`
-    );
+    if (maxLen !== undefined && tokens.length > maxLen) {
+      return head + "句子太长，超过了模型的位置数 max_len，请拆成短句";
+    }
+    return null;
   }
 
   /** tinyformer.text.detokenize_en：标点贴住前一个词，句首、I 和专名大写。 */
@@ -104,8 +115,13 @@
     return `rgb(${r},${g},${b})`;
   }
 
+  /** tinyformer.corpus.in_grammar：切好的词序列是不是语法生成的某一句（grammar 来自 grammar.json）。 */
+  function inGrammar(tokens, stoi, grammar) {
+    const key = tokens.map((t) => String.fromCharCode(grammar.offset + stoi.get(t))).join("");
+    return grammar.set.has(key);
+  }
   if (typeof document === "undefined") {
-    module.exports = { segment, pyRepr, unknownMessage, detokenize, viridis };
+    module.exports = { segment, pyRepr, shorten, unknownMessage, inGrammar, detokenize, viridis };
     return;
   }
 
@@ -152,7 +168,10 @@
     const decoder = await ort.InferenceSession.create(modelBase + "decoder.onnx", options);
     const words = new Set(settings.src_itos.filter((w) => !/^<.*>$/.test(w)));
     const stoi = new Map(settings.src_itos.map((w, i) => [w, i]));
-    return { ort, settings, encoder, decoder, words, stoi };
+    // 语法能生成的全部句子（_ext/live_translator.py 写的 grammar.json）：判断句型在不在训练语料里
+    const grammar = await (await fetch(modelBase + "grammar.json")).json();
+    grammar.set = new Set(grammar.sentences.split("\n"));
+    return { ort, settings, encoder, decoder, words, stoi, grammar };
   }
 
   const ids = (ort, values) =>
@@ -304,22 +323,41 @@
       status.textContent = `模型没能加载：${err.message || err}（从 file:// 打开时浏览器不允许加载 WebAssembly 模型，请通过 http 访问本站）`;
       return;
     }
+    // 输入框最多放这么多个字：模型最多读 src_max_len 个词，一个词最多 longest 个字
+    const longest = Math.max(...[...model.words].map((w) => [...w].length));
+    input.maxLength = model.settings.src_max_len * longest;
+    const fail = (message) => {
+      output.textContent = message;
+      root.dataset.translation = "";
+      root.dataset.state = "error";
+    };
     const run = async () => {
       const sentence = input.value;
-      const tokens = segment(sentence, model.words);
-      const message = unknownMessage(sentence, tokens, model.words);
+      // 先清掉上一句的结果：出错时页面上绝不能留着上一句的译文，好像它是这一句的答案
+      output.textContent = "";
       figure.replaceChildren();
+      status.textContent = "";
       root.dataset.sentence = sentence; // 浏览器测试等 data-state 不再是 busy、且句子是它输入的那句
+      const tokens = segment(sentence, model.words);
+      const message = unknownMessage(sentence, tokens, model.words, model.settings.src_max_len);
       if (message) {
-        output.textContent = `无法翻译：${message}`;
-        root.dataset.state = "error";
+        fail(message);
         return;
       }
       root.dataset.state = "busy";
       const started = performance.now();
-      const result = await translate(model, tokens);
+      let result;
+      try {
+        result = await translate(model, tokens);
+      } catch (err) {
+        fail(`无法翻译 ${shorten(sentence)}：模型在浏览器里运行出错（${err.message || err}）`);
+        return;
+      }
       const seconds = (performance.now() - started) / 1000;
-      output.textContent = `${sentence}  →  ${result.translation}`;
+      const known = inGrammar(tokens, model.stoi, model.grammar);
+      // 句型不在训练语料里时照样给出模型的译文，但说清楚它不可信（第 8 章“分布偏移”）
+      output.textContent = `${sentence}  →  ${result.translation}` + (known ? "" : `\n${model.grammar.notice}`);
+      root.dataset.inGrammar = String(known);
       figure.append(drawMap(result, model.settings.num_decoder_layers));
       status.textContent = `在本页的 WebAssembly 里算完，用时 ${seconds.toFixed(2)} 秒`;
       root.dataset.translation = result.translation;

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 
 import torch
@@ -30,6 +31,52 @@ def shorten(value, limit: int = 60) -> str:
         return f"{value[:limit]!r}…（共 {len(value)} 个字符）"
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}…（repr 共 {len(text)} 个字符）"
+
+
+# 一层 Transformer 在参数之外的开销（Python 对象、张量头、模块字典），实测 50–70 KB
+LAYER_OVERHEAD_BYTES = 64 * 1024
+
+
+def machine_memory() -> int:
+    """这台机器的物理内存（字节）；读不到时当作 1 TiB（只用来挡住显然不可能的尺寸）。"""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2**40
+
+
+def _bytes_text(nbytes: int) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def check_memory(what: str, nbytes: int) -> None:
+    """``what`` 要的张量放不进这台机器的内存时拒绝，消息写明要多少字节。
+
+    在分配之前调用（构造函数、掩码、束搜索），免得 torch 的分配器在深处报
+    ``DefaultCPUAllocator: can't allocate memory``，或者机器因为内存耗尽而卡死。
+    """
+    limit = machine_memory()
+    if nbytes > limit:
+        raise ValueError(
+            f"{what} would need about {_bytes_text(nbytes)} ({nbytes} bytes) of memory, "
+            f"more than this machine has ({_bytes_text(limit)}); choose smaller sizes"
+        )
+
+
+def layer_stack_bytes(d_model: int, d_ff: int, attentions: int, num_layers: int) -> int:
+    """``num_layers`` 个 Transformer 层的 float32 参数加上模块开销（字节）。
+
+    每层：``attentions`` 个多头注意力（4 个 C×C 矩阵和偏置）、一个前馈网络（C×d_ff、d_ff×C 和偏置）、
+    ``attentions + 1`` 个 LayerNorm（γ、β）。编码器层和 GPT 的块 attentions=1，解码器层 2。
+    """
+    C = d_model
+    per_layer = (
+        attentions * (4 * C * C + 4 * C) + 2 * C * d_ff + d_ff + C + (attentions + 1) * 2 * C
+    )
+    return num_layers * (4 * per_layer + LAYER_OVERHEAD_BYTES)
 
 
 def _is_int(value) -> bool:
@@ -183,21 +230,28 @@ def check_key_value(key: Tensor, value: Tensor) -> None:
         )
 
 
-def check_mask(name: str, mask, shape: Sequence[int], ndims: Sequence[int]) -> None:
-    """掩码必须是 bool 张量（True = 可以关注），能广播到注意力分数的形状 ``shape``。
-
-    为了不让错误的掩码被"悄悄地"广播（例如直接传入 (B, S) 的填充掩码），这里要求：
-    维数属于 ``ndims``；从右往左对齐后每一维要么等于 ``shape`` 的对应维，要么是 1；
-    最后一维必须恰好是 S（键的个数），不能是 1。
-    """
-    if mask is None:
-        return
+def _check_bool_mask(name: str, mask, builder: str) -> None:
+    """掩码必须是 bool 张量（True = 可以关注）；``builder`` 告诉读者该用什么造它。"""
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = f"dtype={mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(
             f"{name} must be a bool tensor (True = may attend), got {got}; "
-            "convert with mask.bool() or build it with causal_mask / padding_mask"
+            f"convert with mask.bool() or build it with {builder}"
         )
+
+
+def check_mask(name: str, mask, shape: Sequence[int], ndims: Sequence[int]) -> None:
+    """注意力掩码（attn_mask）：bool 张量（True = 可以关注），能广播到注意力分数的形状 ``shape``。
+
+    注意力掩码说的是"哪个查询可以看哪个键"，所以它的最后两维是 (T, S)：维数属于 ``ndims``；
+    从右往左对齐后每一维要么等于 ``shape`` 的对应维，要么是 1；最后一维必须恰好是 S。
+    (B, S) 的填充掩码**不能**从这里传进来：B == T 时它的形状与 (T, S) 相同，却会把每个
+    *查询行*而不是每个*批量行*遮住。填充掩码有自己的参数 ``key_padding_mask``
+    （见 :func:`check_key_padding_mask`）。
+    """
+    if mask is None:
+        return
+    _check_bool_mask(name, mask, "causal_mask")
     expected = tuple(shape[-mask.ndim :]) if mask.ndim <= len(shape) else None
     fits = (
         mask.ndim in ndims
@@ -209,7 +263,35 @@ def check_mask(name: str, mask, shape: Sequence[int], ndims: Sequence[int]) -> N
         allowed = " or ".join(str(n) for n in ndims)
         raise ValueError(
             f"{name} of shape {tuple(mask.shape)} does not fit the attention scores of shape "
-            f"{tuple(shape)}: it needs {allowed} dimensions, each equal to the scores' dimension "
-            "or 1 (aligned from the right), and the last one exactly S; "
-            "a padding mask must have shape (B, 1, 1, S), see padding_mask"
+            f"{tuple(shape)}: an attention mask needs {allowed} dimensions ending in (T, S), "
+            "each equal to the scores' dimension or 1 (aligned from the right), the last one "
+            "exactly S; a (B, S) padding mask goes to key_padding_mask instead"
         )
+
+
+def check_key_padding_mask(name: str, mask, batch: int, S: int) -> None:
+    """填充掩码（key_padding_mask）：bool 张量 (B, S)，True = 这个键是真实词元、可以关注。
+
+    它说的是"每一句里哪些键是填充"，与查询无关，所以形状恰好是 (B, S)，不接受广播。
+    """
+    if mask is None:
+        return
+    _check_bool_mask(name, mask, "ids != pad_id")
+    if tuple(mask.shape) != (batch, S):
+        raise ValueError(
+            f"{name} must have shape (B, S) = ({batch}, {S}) (True = a real token, may attend), "
+            f"got shape {tuple(mask.shape)}; pass ids != pad_id here (padding_mask gives the "
+            "(B, 1, 1, S) form for attn_mask)"
+        )
+
+
+def merge_masks(attn_mask: Tensor | None, key_padding_mask: Tensor | None, ndim: int):
+    """把 (B, S) 的填充掩码摆成 (B, 1, …, 1, S)，与注意力掩码 ``&`` 成一个（都是 True = 可以关注）。
+
+    ``ndim`` 是注意力分数的维数；两个都是 ``None`` 时返回 ``None``。
+    """
+    if key_padding_mask is None:
+        return attn_mask
+    B, S = key_padding_mask.shape
+    padding = key_padding_mask.view(B, *([1] * (ndim - 2)), S)  # (B, S) -> (B, 1, ..., 1, S)
+    return padding if attn_mask is None else padding & attn_mask

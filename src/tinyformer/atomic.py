@@ -56,7 +56,9 @@ def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
     if path.exists() and not path.is_file():
         # 例如 /dev/full 或一个文件夹：os.replace 会把设备文件换掉，或者失败得莫名其妙
         raise ValueError(f"path must be a regular file, got path={str(path)!r}")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # 临时文件名 = "." + 文件名的前 100 个字符 + 随机串 + ".tmp"：文件名本身接近 255 字节的上限时，
+    # 整个文件名做前缀会让临时文件名超长（OSError: File name too long）
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
     try:
         # mkstemp 建的文件权限是 0600；换成与普通新文件一样的权限（0666 去掉 umask）
         if hasattr(os, "fchmod"):  # Windows 没有 fchmod，也没有这个问题

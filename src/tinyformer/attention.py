@@ -31,10 +31,13 @@ from ._checks import (
     check_dropout,
     check_floating,
     check_instance,
+    check_key_padding_mask,
     check_key_value,
     check_mask,
+    check_memory,
     check_positive_int,
     check_tensor,
+    merge_masks,
 )
 from .cache import KVCache
 from .dropout import dropout
@@ -44,8 +47,10 @@ def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
     value: Tensor,
-    mask: Tensor | None = None,
+    attn_mask: Tensor | None = None,
     dropout_p: float = 0.0,
+    *,
+    key_padding_mask: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     r"""缩放点积注意力（论文 §3.2.1），同时返回输出和注意力权重。
 
@@ -53,19 +58,32 @@ def scaled_dot_product_attention(
 
         \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{D}}\Big) V
 
-    ``mask`` 为 False 的分数在 softmax 前加上 -inf，softmax 后它们的权重为 0；
-    一行全为 False 时该行权重和输出都是 0（不是 NaN）。
+    两种掩码（都是 bool，True 表示可以关注），作用在分数上的是它们的与：
+
+    .. math::
+
+        \mathrm{allowed}_{b,\dots,t,s} = \mathrm{attn\_mask}_{\dots,t,s} \wedge
+            \mathrm{key\_padding\_mask}_{b,s}
+
+    不允许的分数在 softmax 前加上 -inf，softmax 后它们的权重为 0；
+    一行全不允许时该行权重和输出都是 0（不是 NaN）。两种掩码各走各的参数（与 torch 相同），
+    因为 B == T 时 (B, S) 与 (T, S) 形状一样，单看形状分不出"遮住哪些句子的哪些键"和
+    "遮住哪些查询的哪些键"。
 
     参数:
         query, key, value: 查询、键、值。
-        mask: bool 掩码，True 表示可以关注（默认 ``None``，不遮挡）；须能广播到 (..., T, S)，
-            最后一维恰好是 S。
+        attn_mask: 注意力掩码（默认 ``None``，不遮挡）：哪个查询可以看哪个键，例如
+            :func:`~tinyformer.causal_mask`；须能广播到 (..., T, S)，最后一维恰好是 S。
         dropout_p: 对注意力权重做 dropout 的概率（默认 0.0）。注意这个函数总会按它丢弃，
             训练/评估的切换由调用者负责（与 ``torch.nn.functional`` 相同）。
+        key_padding_mask: 填充掩码（默认 ``None``，只能按名字传）：每一句的哪些键是真实词元，
+            例如 ``ids != pad_id``；True 表示可以关注（注意与 torch 的 ``key_padding_mask`` 相反）。
+            需要批量维 B，即 query 至少 3 维。
 
     形状:
         - query: (..., T, D)，key: (..., S, D)，value: (..., S, Dv)
-        - mask: (..., T|1, S)
+        - attn_mask: (T, S) 或 (..., T|1, S)，每一维是分数的对应维或 1
+        - key_padding_mask: (B, S)，B 是分数的第一维
         - 输出: (..., T, Dv)；权重: (..., T, S)
 
     例子::
@@ -73,7 +91,7 @@ def scaled_dot_product_attention(
         >>> import torch
         >>> from tinyformer import causal_mask, scaled_dot_product_attention
         >>> q = k = v = torch.randn(2, 5, 8)
-        >>> out, weights = scaled_dot_product_attention(q, k, v, mask=causal_mask(5))
+        >>> out, weights = scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(5))
         >>> out.shape, weights.shape
         (torch.Size([2, 5, 8]), torch.Size([2, 5, 5]))
         >>> weights[0, 0].tolist()  # 第一个词元只能关注它自己
@@ -100,7 +118,16 @@ def scaled_dot_product_attention(
             f"got query shape {tuple(query.shape)}, key shape {tuple(key.shape)}"
         ) from None
     scores_shape = (*batch_shape, query.shape[-2], key.shape[-2])
-    check_mask("mask", mask, scores_shape, ndims=range(2, len(scores_shape) + 1))
+    check_mask("attn_mask", attn_mask, scores_shape, ndims=range(2, len(scores_shape) + 1))
+    if key_padding_mask is not None:
+        if len(scores_shape) < 3:
+            raise ValueError(
+                "key_padding_mask needs a batch dimension B: query must have shape "
+                f"(B, ..., T, D), got query shape {tuple(query.shape)}"
+            )
+        B, S = scores_shape[0], scores_shape[-1]
+        check_key_padding_mask("key_padding_mask", key_padding_mask, B, S)
+    mask = merge_masks(attn_mask, key_padding_mask, len(scores_shape))
     return _attend(query, key, value, mask, dropout_p)
 
 
@@ -160,7 +187,7 @@ class MultiHeadAttention(nn.Module):
         >>> from tinyformer import MultiHeadAttention, causal_mask
         >>> mha = MultiHeadAttention(d_model=16, num_heads=4)
         >>> x = torch.randn(2, 5, 16)
-        >>> out, weights = mha(x, x, x, mask=causal_mask(5))
+        >>> out, weights = mha(x, x, x, attn_mask=causal_mask(5))
         >>> out.shape, weights.shape
         (torch.Size([2, 5, 16]), torch.Size([2, 4, 5, 5]))
     """
@@ -172,6 +199,9 @@ class MultiHeadAttention(nn.Module):
         check_divisible("d_model", d_model, "num_heads", num_heads)
         check_dropout("dropout", dropout)
         check_bool("bias", bias)
+        check_memory(
+            f"MultiHeadAttention(d_model={d_model})", 4 * (4 * d_model * d_model + 4 * d_model)
+        )
         self.d_model = d_model
         self.num_heads = num_heads
         self.head_dim = d_model // num_heads  # D
@@ -186,7 +216,9 @@ class MultiHeadAttention(nn.Module):
         query: Tensor,
         key: Tensor,
         value: Tensor,
-        mask: Tensor | None = None,
+        *,
+        key_padding_mask: Tensor | None = None,
+        attn_mask: Tensor | None = None,
         need_weights: bool = True,
         cache: KVCache | None = None,
         static_kv: bool = False,
@@ -197,8 +229,13 @@ class MultiHeadAttention(nn.Module):
             query: 查询。自注意力时 query、key、value 传同一个张量。
             key: 键；交叉注意力时是编码器的输出 memory。
             value: 值，与 key 一一对应（通常就是 key）。
-            mask: bool，True 表示可以关注（默认 ``None``，不遮挡）。(B, S) 的填充掩码要先
-                变成 (B, 1, 1, S)（见 :func:`~tinyformer.padding_mask`）。
+            key_padding_mask: 填充掩码 (B, S)，bool，True 表示这个键是真实词元、可以关注
+                （默认 ``None``），例如 ``src != pad_id``。与 ``torch.nn.MultiheadAttention``
+                同名同形状，但 True/False 的意思相反（那里 True 表示忽略）。
+            attn_mask: 注意力掩码，bool，True 表示这个查询可以看这个键（默认 ``None``），
+                例如 :func:`~tinyformer.causal_mask`。两种掩码各走各的参数：B == T 时 (B, S)
+                与 (T, S) 形状相同，单看形状分不出来。实际作用的是两者的与（见
+                :func:`scaled_dot_product_attention`）。掩码参数只能按名字传。
             need_weights: 是否返回每个头的注意力权重（默认 ``True``）。``False`` 时返回
                 ``(output, None)``：不丢弃时走 ``torch.nn.functional.scaled_dot_product_attention``
                 的融合内核，输出相同（到浮点舍入）但更快；在 CPU 上训练（dropout > 0）时 torch
@@ -211,7 +248,8 @@ class MultiHeadAttention(nn.Module):
 
         形状:
             - query: (B, T, C)；key、value: (B, S, C)
-            - mask: (T|1, S) 或 (B|1, H|1, T|1, S)
+            - key_padding_mask: (B, S)
+            - attn_mask: (T|1, S) 或 (B|1, H|1, T|1, S)
             - 输出: (B, T, C)；权重: (B, H, T, S) 或 ``None``
         """
         _check_mha_inputs(self, query, key, value, need_weights, cache, static_kv)
@@ -220,7 +258,10 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self._project(query, key, value)  # (B, H, T, D), (B, H, S, D), (B, H, S, D)
         else:
             q, k, v = self._project_with_cache(query, key, value, cache, static_kv)
-        check_mask("mask", mask, (B, self.num_heads, T, k.shape[-2]), ndims=(2, 4))
+        S = k.shape[-2]
+        check_mask("attn_mask", attn_mask, (B, self.num_heads, T, S), ndims=(2, 4))
+        check_key_padding_mask("key_padding_mask", key_padding_mask, B, S)
+        mask = merge_masks(attn_mask, key_padding_mask, ndim=4)  # (B|1, H|1, T|1, S) 或 None
 
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:

@@ -4,10 +4,23 @@
 ``itos`` 列表、``state_dict`` 和训练指标。所以读取时可以用 ``torch.load(..., weights_only=True)``，
 它只会重建这些类型，不会执行检查点里的任意代码。
 
-检查点可能是坏的（写到一半、被截断、别的文件）或者是故意构造的（配置里 ``max_len=2**31``
-会让位置编码表要 16 GiB）。所以 :func:`load_checkpoint` 先逐项检查，全部通过才建模型：
-键和类型、配置在合理范围内、每个权重的形状与配置一致、权重都是有限数。任何一项不对都是
-一个写明文件和问题的 ``ValueError``。:func:`save_checkpoint` 用
+检查点可能是坏的（写到一半、被截断、某个字节翻转了）或者是故意构造的（配置里 ``max_len=2**31``
+会让位置编码表要 16 GiB；12 KB 的文件里放形状很大、步长为 0 的视图；1.5 MB 的压缩炸弹
+解压成 1.5 GiB）。所以读一个检查点的代价要与文件本身的大小相当，:func:`load_checkpoint`
+按这个顺序检查，全部通过才建模型：
+
+1. 文件是 ``torch.save`` 写的 zip：每个成员都不压缩（``torch.save`` 从不压缩，压缩的成员只能是
+   别人改过的），总大小有上限；每个成员的 CRC-32 都对得上（``zipfile.ZipFile.testzip``，
+   翻转一个字节就能查出来）。这些都在 ``torch.load`` 之前，只读 zip 的目录和数据本身。
+2. ``torch.load(weights_only=True)``：只重建张量、数字、字符串、列表和字典，不执行代码。
+3. 键和类型；指标只能是数字、字符串或布尔值（不能是张量）；配置在合理范围内，
+   ``pad_id`` 与词表的 ``<pad>`` 相同。
+4. 每个权重都是 CPU 上普通的稠密张量（不是稀疏、meta 张量），连续，它的存储真的装得下它的
+   全部元素（挡住步长为 0 的"展开"视图），除了共享的输出层与目标端嵌入，没有两个权重共用存储：
+   于是模型要的内存不超过文件里真有的字节。然后才比较形状、dtype，检查有限数，
+   共享的两个权重相等。
+
+任何一项不对都是一个写明文件和问题的 ``ValueError``。:func:`save_checkpoint` 用
 :func:`~tinyformer.atomic.atomic_write` 写文件，写到一半被打断时旧文件原封不动。
 """
 
@@ -17,6 +30,7 @@ import dataclasses
 import io
 import numbers
 import re
+import zipfile
 from pathlib import Path
 from typing import NoReturn
 
@@ -46,6 +60,9 @@ CONFIG_LIMITS = {
     "max_len": 65536,
 }
 MAX_POSITIONAL_TABLE = 2**24  # max_len × d_model 的上限（float64 时 128 MiB）
+# zip 里全部成员解开后的总大小：不超过文件本身的大小（torch.save 不压缩，成员就是原样的字节）
+# 加上一点余量，也不超过一个绝对上限。
+MAX_UNCOMPRESSED_BYTES = 4 * 2**30
 
 
 def save_checkpoint(translator: Translator, path: str | Path, **metrics) -> None:
@@ -84,14 +101,20 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at path={str(path)!r}")
+    _check_zip(path)
     checkpoint = _read_checkpoint(path, map_location)
+    metrics = _checked_metrics(path, checkpoint["metrics"])
     config = _checked_config(path, checkpoint)
     src_vocab = _checked_vocab(path, checkpoint, "src_itos", config.src_vocab_size)
     tgt_vocab = _checked_vocab(path, checkpoint, "tgt_itos", config.tgt_vocab_size)
+    for key, vocab in (("src_itos", src_vocab), ("tgt_itos", tgt_vocab)):
+        if vocab.pad_id != config.pad_id:
+            _refuse(
+                path,
+                f"has config pad_id={config.pad_id} but <pad> is id {vocab.pad_id} in {key}: "
+                "real words would be masked out as padding",
+            )
     state_dict = _checked_state_dict(path, checkpoint["state_dict"], config)
-    metrics = checkpoint["metrics"]
-    if not isinstance(metrics, dict) or not all(isinstance(k, str) for k in metrics):
-        _refuse(path, f"has metrics that are not a dict with str keys: {shorten(metrics)}")
     model = Transformer(config)
     model.load_state_dict(state_dict)
     model.eval()
@@ -117,12 +140,62 @@ def _refuse(path: Path, problem: str) -> NoReturn:
     raise ValueError(f"checkpoint {str(path)!r} {problem}")
 
 
-def _read_checkpoint(path: Path, map_location) -> dict:
-    """读出检查点的 dict，检查格式和键；读不出来（截断、空文件、随机字节、pickle 代码）时说明原因。"""
+def _check_zip(path: Path) -> None:
+    """zip 的目录与每个成员的 CRC-32：在 ``torch.load`` 之前、不解压任何东西就挡住压缩炸弹和被改过的字节。"""
     if not path.is_file():
         _refuse(path, "is not a regular file (a directory or a device?)")
-    if path.stat().st_size == 0:
+    size = path.stat().st_size
+    if size == 0:
         _refuse(path, "is empty (0 bytes): was its save interrupted?")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+            compressed = [m.filename for m in members if m.compress_type != zipfile.ZIP_STORED]
+            if compressed:
+                _refuse(
+                    path,
+                    f"has {len(compressed)} compressed zip members (first {compressed[0]!r}); "
+                    "torch.save stores them uncompressed, so this file was altered",
+                )
+            total = sum(m.file_size for m in members)
+            limit = min(size + 2**20, MAX_UNCOMPRESSED_BYTES)
+            if total > limit:
+                _refuse(
+                    path,
+                    f"claims {total} bytes of content in a {size}-byte file, above the limit "
+                    f"{limit}",
+                )
+            damaged = archive.testzip()  # 逐个读出成员、核对 CRC-32；返回第一个坏成员的名字
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as err:
+        _refuse(
+            path,
+            "could not be read (truncated, or not written by torch.save): "
+            f"{type(err).__name__}: {str(err)[:120]}",
+        )
+    if damaged is not None:
+        _refuse(
+            path,
+            f"is damaged: zip member {damaged!r} fails its CRC-32 check "
+            "(bytes changed after it was saved)",
+        )
+
+
+def _checked_metrics(path: Path, metrics) -> dict:
+    """指标：str 键 → 数字、字符串或布尔值（save_checkpoint 只存这些）。"""
+    if not isinstance(metrics, dict) or not all(isinstance(k, str) for k in metrics):
+        _refuse(path, f"has metrics that are not a dict with str keys: {shorten(metrics)}")
+    for name, value in metrics.items():
+        if not isinstance(value, (int, float, str, bool)):
+            _refuse(
+                path,
+                f"has metrics[{name!r}] of type {type(value).__name__}; metrics must be "
+                "numbers, strings or bools",
+            )
+    return metrics
+
+
+def _read_checkpoint(path: Path, map_location) -> dict:
+    """读出检查点的 dict，检查格式和键；读不出来（截断、空文件、随机字节、pickle 代码）时说明原因。"""
     try:
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # noqa: BLE001 - torch 会抛出 RuntimeError、EOFError、UnpicklingError……
@@ -203,6 +276,7 @@ def _checked_state_dict(path: Path, state_dict, config: TransformerConfig) -> di
         isinstance(k, str) and isinstance(v, Tensor) for k, v in state_dict.items()
     ):
         _refuse(path, "has a state_dict that is not a dict of str -> tensor")
+    _check_storages(path, state_dict, config)
     with torch.device("meta"):
         expected = Transformer(config).state_dict()
     missing = [k for k in expected if k not in state_dict]
@@ -224,4 +298,51 @@ def _checked_state_dict(path: Path, state_dict, config: TransformerConfig) -> di
         bad = int((~torch.isfinite(tensor)).sum())
         if bad:
             _refuse(path, f"has {bad} non-finite values (nan or inf) in state_dict[{name!r}]")
+    if config.tie_output and not torch.equal(state_dict[_TIED[0]], state_dict[_TIED[1]]):
+        _refuse(
+            path,
+            f"has tie_output=True but state_dict[{_TIED[0]!r}] and state_dict[{_TIED[1]!r}] "
+            "differ: tied weights must be equal",
+        )
     return state_dict
+
+
+_TIED = ("output.weight", "tgt_embed.embedding.weight")  # tie_output=True 时是同一个参数
+
+
+def _check_storages(path: Path, state_dict: dict, config: TransformerConfig) -> None:
+    """每个权重都是 CPU 上连续的稠密张量，它的存储装得下它；除共享的一对外不共用存储。
+
+    这样模型要的内存就是文件里真有的字节：一个步长为 0 的视图（``torch.zeros(1).expand(n)``）
+    只占 4 字节，却声称有 n 个元素，在这里就被挡住，不会在后面被展开成 n 个数。
+    """
+    owners: dict[int, str] = {}
+    for name, tensor in state_dict.items():
+        if tensor.layout != torch.strided or tensor.is_meta or tensor.device.type != "cpu":
+            _refuse(
+                path,
+                f"has state_dict[{name!r}] with layout={tensor.layout}, device={tensor.device}; "
+                "weights must be dense CPU tensors",
+            )
+        if tensor.is_quantized or not tensor.is_contiguous():
+            _refuse(
+                path,
+                f"has state_dict[{name!r}] with strides {tensor.stride()} for shape "
+                f"{tuple(tensor.shape)}: weights must be contiguous (not expanded views)",
+            )
+        needed = (tensor.storage_offset() + tensor.numel()) * tensor.element_size()
+        held = tensor.untyped_storage().nbytes()
+        if needed > held:
+            _refuse(
+                path,
+                f"has state_dict[{name!r}] of shape {tuple(tensor.shape)} needing {needed} bytes "
+                f"in a storage of {held} bytes",
+            )
+        pointer = tensor.untyped_storage().data_ptr()
+        other = owners.setdefault(pointer, name)
+        if other != name and not (config.tie_output and {other, name} == set(_TIED)):
+            _refuse(
+                path,
+                f"has state_dict[{name!r}] sharing its storage with state_dict[{other!r}]; "
+                "only tied weights may share",
+            )

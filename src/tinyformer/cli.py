@@ -38,7 +38,7 @@ import torch
 
 from ._checks import SEED_LIMIT, shorten
 from .checkpoint import load_checkpoint, save_checkpoint
-from .corpus import generate_corpus
+from .corpus import OUT_OF_GRAMMAR, generate_corpus, in_grammar
 from .training import fit_translator
 
 MAX_THREADS = 1024  # --threads 的上限：远多于任何机器的核数，又挡住 10**9 这样的笔误
@@ -214,18 +214,44 @@ def train_main(argv: Sequence[str] | None = None) -> dict:
 
 
 def translate_main(argv: Sequence[str] | None = None) -> int:
-    """``translate`` 子命令（``python -m tinyformer.translate``）：返回退出码。"""
+    """``translate`` 子命令（``python -m tinyformer.translate``）：返回退出码。
+
+    不给 ``--model`` 时用随包发布的权重（:mod:`tinyformer.pretrained`），并在 stderr 上说一声。
+    以 ``-`` 开头的句子放在 ``--`` 之后（``-- "-我明天去北京。"``）；不像选项的（``-我…``）也直接收下。
+    句型不在训练语料的语法里（:func:`~tinyformer.corpus.in_grammar`）时，照样打印模型的译文，
+    再在 stderr 上提示"这句话的句型不在训练语料里，译文不可信"。
+    """
     parser = Parser(
-        prog="python -m tinyformer.translate", description="用训练好的模型把中文句子译成英文。"
+        prog="python -m tinyformer.translate",
+        description="用训练好的模型把中文句子译成英文。",
+        epilog='以 - 开头的句子放在 -- 之后，例如：python -m tinyformer.translate -- "-我明天去北京。"',
     )
-    parser.add_argument("--model", required=True, help="python -m tinyformer.train 保存的检查点")
+    parser.add_argument(
+        "--model",
+        help="python -m tinyformer.train 保存的检查点（默认：随包发布的权重 tinyformer.pretrained）",
+    )
     parser.add_argument(
         "--beam-size", type=positive_int, default=1, help="束宽（默认 1 = 贪心解码）"
     )
-    parser.add_argument("sentences", nargs="+", help="要翻译的中文句子")
-    args = parser.parse_args(argv)
+    parser.add_argument("sentences", nargs="*", help="要翻译的中文句子")
+    args, rest = parser.parse_known_args(argv)
+    options = [arg for arg in rest if arg.startswith("--") or arg[1:2].isascii()]
+    if options:
+        parser.error(f"unrecognized arguments: {' '.join(options)}")
+    sentences = [*args.sentences, *rest]  # rest：以 - 开头、但不像选项的句子，如 "-我"
+    if not sentences:
+        parser.error("the following arguments are required: sentences")
     try:
-        translator = load_checkpoint(args.model)
+        if args.model is None:
+            from .pretrained import STEPS, load_translator
+
+            translator = load_translator()
+            print(
+                f"提示：没有给 --model，使用随包发布的权重（训练 {max(STEPS)} 步，tinyformer.pretrained）",
+                file=sys.stderr,
+            )
+        else:
+            translator = load_checkpoint(args.model)
     except (OSError, ValueError) as err:
         print(f"错误：{err}", file=sys.stderr)
         return 2
@@ -235,13 +261,34 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
             f"got {args.beam_size}"
         )
     status = 0
-    for sentence in args.sentences:
+    for sentence in sentences:
         try:
-            print(translator.translate(sentence, beam_size=args.beam_size), flush=True)
+            words = translator.tokenize(sentence)
         except ValueError as err:
-            print(f"错误：{err}", file=sys.stderr)
+            print(f"错误：{cannot_translate(sentence, err)}", file=sys.stderr)
             status = 2
+            continue
+        print(translator.translate(sentence, beam_size=args.beam_size), flush=True)
+        if not in_grammar(words):
+            print(f"提示：{shorten(sentence)}：{OUT_OF_GRAMMAR}", file=sys.stderr)
     return status
+
+
+def cannot_translate(sentence: str, err: ValueError) -> str:
+    """``Translator.tokenize`` 的英文消息 → 给读者的一行中文（命令行和网页翻译器用同一句话）。"""
+    return f"无法翻译 {shorten(sentence)}：{_chinese_reason(err)}"
+
+
+def _chinese_reason(err: ValueError) -> str:
+    text = str(err)
+    if "has words not in the source vocabulary" in text:
+        words = text.split("source vocabulary: ", 1)[1].split("; the model", 1)[0]
+        return f"有模型没学过的词 {words}，模型只能翻译训练语料里的词"
+    if "must contain at least one word" in text:
+        return "句子里没有词"
+    if "but the model reads at most" in text:
+        return "句子太长，超过了模型的位置数 max_len，请拆成短句"
+    return text
 
 
 COMMANDS = {"train": train_main, "translate": translate_main}

@@ -15,6 +15,8 @@ import math
 
 import torch
 
+from ._checks import shorten
+
 __all__ = ["Agreement", "agree", "magnitude"]
 
 
@@ -57,11 +59,15 @@ class Agreement:
 def agree(actual, expected, tol: float = 1e-6) -> Agreement:
     r"""比较两个结果，返回可以打印的结论 "一致（最大差 ≤ 1e-6）" 或 "不一致（…）"。
 
-    判断标准是最大绝对差 :math:`\max_i |a_i - b_i| \le \mathrm{tol}`（先转成 float64 再减，
-    所以比较本身不引入误差）。形状必须相同，不做广播：形状不同就是不一致。
+    判断标准是最大绝对差 :math:`\max_i |a_i - b_i| \le \mathrm{tol}`，比较本身不引入误差：
+    实数先转成 float64 再减；两边都是整数时按整数精确地比（2**53 以上的 int64 转成 float64
+    会丢掉最低位）；有一边是复数时按 complex128 比，:math:`|a_i - b_i|` 同时包含实部与虚部。
+    相等的元素差为 0（两边同一位置都是 ``inf`` 也算相等）；``nan`` 永远不一致。
+    形状必须相同，不做广播：形状不同就是不一致。
 
     参数:
-        actual, expected: 张量、数字或（嵌套的）列表。
+        actual, expected: 张量、数字或（嵌套的、每层等长的）列表；``None``、字符串、
+            参差不齐的列表、meta 张量是 ``TypeError``。
         tol: 容差，须是有限的非负数（默认 1e-6：float32 的运算噪声约 1e-7，远小于它）。
 
     例子::
@@ -79,14 +85,42 @@ def agree(actual, expected, tol: float = 1e-6) -> Agreement:
         raise TypeError(f"tol must be a number, got {type(tol).__name__}")
     if not math.isfinite(tol) or tol < 0:
         raise ValueError(f"tol must be a finite number >= 0, got tol={tol}")
-    a = torch.as_tensor(actual).detach().to("cpu", torch.float64)
-    b = torch.as_tensor(expected).detach().to("cpu", torch.float64)
+    a, b = _numbers("actual", actual), _numbers("expected", expected)
     if a.shape != b.shape:
         return Agreement(False, math.nan, tol, shapes=(tuple(a.shape), tuple(b.shape)))
     if a.numel() == 0:
         return Agreement(True, 0.0, tol)
-    diff = (a - b).abs().max().item()  # 有 nan 时 diff 是 nan，下面的比较为 False
+    if not (a.dtype.is_floating_point or a.dtype.is_complex) and not (
+        b.dtype.is_floating_point or b.dtype.is_complex
+    ):
+        # 整数（和 bool）：逐个取出不相等的元素，用 Python 的整数相减，没有舍入也没有溢出
+        unequal = a != b
+        pairs = zip(a[unequal].tolist(), b[unequal].tolist(), strict=True)
+        diff = max((abs(int(x) - int(y)) for x, y in pairs), default=0)
+        return Agreement(diff <= tol, float(diff), tol)
+    dtype = torch.complex128 if a.dtype.is_complex or b.dtype.is_complex else torch.float64
+    a, b = a.to(dtype), b.to(dtype)
+    # 相等的元素差为 0（inf == inf）；其余 |a - b|，有 nan 时 diff 是 nan，下面的比较为 False
+    diff = torch.where(a == b, 0.0, (a - b).abs().to(torch.float64)).max().item()
     return Agreement(diff <= tol, diff, tol)
+
+
+def _numbers(name: str, value) -> torch.Tensor:
+    """``value`` → CPU 上的张量（dtype 不变）；不是数的输入给出写明参数名的 ``TypeError``。"""
+    rule = "a tensor, a number or a (nested, rectangular) list of numbers"
+    if isinstance(value, torch.Tensor):
+        if value.is_meta:
+            raise TypeError(
+                f"{name} must be {rule} with data, got a meta tensor (it has no values)"
+            )
+        tensor = value.detach()
+        return (tensor.to_dense() if tensor.layout != torch.strided else tensor).cpu()
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        raise TypeError(f"{name} must be {rule}, got {type(value).__name__}")
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"{name} must be {rule}, got {shorten(value)} ({err})") from None
 
 
 def magnitude(value) -> str:
@@ -99,7 +133,10 @@ def magnitude(value) -> str:
         >>> magnitude(0.000321), magnitude(0.14), magnitude(2.0), magnitude(0)
         ('3e-4', '1e-1', '2e0', '0')
     """
-    value = float(torch.as_tensor(value, dtype=torch.float64).abs().max())
+    numbers = _numbers("value", value)
+    if numbers.numel() == 0:
+        raise ValueError("value must hold at least one number, got an empty tensor")
+    value = float(numbers.abs().to(torch.float64).max())
     if value == 0:
         return "0"
     if not math.isfinite(value):

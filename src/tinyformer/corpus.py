@@ -297,6 +297,34 @@ def _enumerate_pairs() -> tuple[Pair, ...]:
     return tuple(pairs)
 
 
+OUT_OF_GRAMMAR = "这句话的句型不在训练语料里，译文不可信"
+
+
+@functools.cache
+def grammar_sentences() -> frozenset[tuple[str, ...]]:
+    """语法能生成的全部中文句子，每句是它的词序列（``zh_tokenizer`` 切出的样子）。"""
+    return frozenset(pair.zh_words for pair in _enumerate_pairs())
+
+
+def in_grammar(words: Sequence[str] | str) -> bool:
+    """一句话是否在训练语料的语法里：它的词序列恰好是语法生成的某一句（精确判断，不是猜）。
+
+    ``words`` 是切好的词序列，或者一个中文句子（先用 ``zh_tokenizer`` 切分）。模型只见过这
+    12480 句的句型（测试集的句子也在语法里，只是没参加训练）；语法之外的句子——哪怕每个词都在
+    词表里——是 *分布外*（out of distribution）的输入，模型照样会给出一句流利的译文，但它不可信。
+
+    例子::
+
+        >>> in_grammar("我明天去北京。"), in_grammar("他昨天没在商店买衣服吗？")
+        (True, False)
+    """
+    if isinstance(words, str):
+        words = zh_tokenizer(words)
+    if not all(isinstance(word, str) for word in words):
+        raise TypeError(f"words must be a str or a sequence of str, got {words!r:.60}")
+    return tuple(words) in grammar_sentences()
+
+
 def is_held_out(pair: Pair, held_out: Sequence[tuple[str, str, str, str]] = HELD_OUT) -> bool:
     """句对是否含有 ``held_out`` 中的某个搭配（两个槽位同时取到指定的值）。
 

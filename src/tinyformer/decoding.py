@@ -15,6 +15,8 @@ K、V 从缓存取；``use_cache=False`` 时每步把整段前缀重新送入解
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -22,12 +24,12 @@ from ._checks import (
     check_bool,
     check_instance,
     check_int,
+    check_memory,
     check_nonnegative_float,
     check_positive_int,
     check_tensor,
 )
 from .cache import KVCache
-from .masks import padding_mask
 from .model import Transformer
 
 
@@ -52,13 +54,14 @@ def _check_decode_args(
         )
 
 
-def _next_logits(model, ys: Tensor, memory: Tensor, memory_mask: Tensor, cache) -> Tensor:
+def _next_logits(model, ys: Tensor, memory: Tensor, not_pad: Tensor, cache) -> Tensor:
     """已生成的前缀 ys (N, t) → 下一个词元的 logits (N, V)。
 
     有缓存时只送入最后一个词元（位置由缓存长度决定），否则整段前缀重新送入。
     """
     tgt = ys if cache is None else ys[:, -1:]  # (N, t) 或 (N, 1)
-    return model.decode(tgt, memory, memory_mask, cache=cache)[:, -1]  # (N, T, V) -> (N, V)
+    logits = model.decode(tgt, memory, memory_key_padding_mask=not_pad, cache=cache)  # (N, T, V)
+    return logits[:, -1]  # (N, T, V) -> (N, V)
 
 
 @torch.no_grad()
@@ -104,13 +107,13 @@ def greedy_decode(
     check_bool("stop_at_eos", stop_at_eos)
     B = src.shape[0]
     pad_id = model.config.pad_id
-    memory_mask = padding_mask(src, pad_id)  # (B, 1, 1, S)
-    memory = model.encode(src, memory_mask)  # (B, S, C)
+    not_pad = src != pad_id  # (B, S) 源句的填充掩码
+    memory = model.encode(src, src_key_padding_mask=not_pad)  # (B, S, C)
     cache = KVCache() if use_cache else None
     ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
     for _ in range(max_len):
-        next_id = _next_logits(model, ys, memory, memory_mask, cache).argmax(dim=-1)  # (B,)
+        next_id = _next_logits(model, ys, memory, not_pad, cache).argmax(dim=-1)  # (B,)
         next_id = next_id.masked_fill(finished, pad_id)  # 已结束的句子只补填充
         ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t) -> (B, t + 1)
         finished |= next_id == eos_id
@@ -179,14 +182,37 @@ def beam_search(
     """
     _check_decode_args(model, src, bos_id, eos_id, max_len, use_cache)
     check_positive_int("beam_size", beam_size)
+    V, outputs = model.config.tgt_vocab_size, 0
+    for length in range(1, max_len + 1):  # 最多 max_len 个词元的不同输出有 V + V² + … 个
+        outputs += V**length
+        if outputs >= beam_size:
+            break
+    if beam_size > outputs:
+        raise ValueError(
+            f"beam_size must be <= the number of distinct outputs of at most max_len={max_len} "
+            f"tokens (V + V**2 + ... with V={V}) = {outputs}, got beam_size={beam_size}"
+        )
     check_nonnegative_float("alpha", alpha)
+    if not math.isfinite(float(length_penalty(max_len, alpha))):
+        # 例如 alpha=1e308：惩罚是 inf，每个候选的得分都是 -0.0，选出的译文是任意的
+        raise ValueError(
+            f"alpha must keep the length penalty ((5 + max_len) / 6)**alpha finite in float32, "
+            f"got alpha={alpha}, max_len={max_len}"
+        )
     B, K = src.shape[0], beam_size
     pad_id, device = model.config.pad_id, src.device
+    # 每个候选一份 memory (S, C) 和编码时的 FFN 激活 (S, d_ff)、几份 logits (V)、一个前缀
+    # (1 + max_len)，缓存里每层还有交叉注意力的 K、V (S, C) 和自注意力的 K、V (1 + max_len, C)
+    c = model.config
+    S = src.shape[1]
+    per_row = 4 * S * (c.d_model * (1 + 2 * c.num_decoder_layers) + c.d_ff) + 12 * c.tgt_vocab_size
+    per_row += 8 * (1 + max_len) + 8 * (1 + max_len) * c.d_model * c.num_decoder_layers
+    check_memory(f"beam_search with B={B}, beam_size={K}", B * K * per_row)
 
     # 每句复制 K 份：第 b 句的 K 个前缀占第 b*K .. b*K+K-1 行
     src_k = src.repeat_interleave(K, dim=0)  # (B, S) -> (B*K, S)
-    memory_mask = padding_mask(src_k, pad_id)  # (B*K, 1, 1, S)
-    memory = model.encode(src_k, memory_mask)  # (B*K, S, C)
+    not_pad = src_k != pad_id  # (B*K, S) 源句的填充掩码
+    memory = model.encode(src_k, src_key_padding_mask=not_pad)  # (B*K, S, C)
     cache = KVCache() if use_cache else None
 
     ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=device)  # (B*K, 1)
@@ -197,7 +223,7 @@ def beam_search(
     lengths = torch.zeros(B, K, device=device)  # 不含 <bos> 的长度（含 <eos>）
 
     for _ in range(max_len):
-        logits = _next_logits(model, ys, memory, memory_mask, cache)  # (B*K, V)
+        logits = _next_logits(model, ys, memory, not_pad, cache)  # (B*K, V)
         V = logits.shape[-1]
         step = torch.log_softmax(logits.float(), dim=-1).view(B, K, V)  # (B*K, V) -> (B, K, V)
         # 已结束的前缀只能"扩展"出一个填充词元，对数概率加 0，保持不变

@@ -10,7 +10,14 @@ import math
 
 from torch import Tensor, nn
 
-from ._checks import check_bool, check_indices, check_int, check_positive_int, check_tensor
+from ._checks import (
+    check_bool,
+    check_indices,
+    check_int,
+    check_memory,
+    check_positive_int,
+    check_tensor,
+)
 
 
 class TokenEmbedding(nn.Module):
@@ -62,6 +69,9 @@ class TokenEmbedding(nn.Module):
                     f"padding_idx must be in [0, vocab_size) = [0, {vocab_size}), "
                     f"got padding_idx={padding_idx}"
                 )
+        check_memory(
+            f"TokenEmbedding(vocab_size={vocab_size}, d_model={d_model})", 4 * vocab_size * d_model
+        )
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.scale = scale

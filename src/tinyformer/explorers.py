@@ -453,7 +453,9 @@ def attention_data(head_dims=(4, 16, 64)) -> list[dict]:
         for scaled in (True, False):
             query = q if scaled else q * math.sqrt(d_k)  # 抵消函数里的 ÷√d_k
             for kind in _MASKS:
-                _, weights = scaled_dot_product_attention(query, k, k, mask=_mask(kind, T, valid))
+                _, weights = scaled_dot_product_attention(
+                    query, k, k, attn_mask=_mask(kind, T, valid)
+                )
                 common = {"mask": kind, "scaled": scaled, "d_k": d_k}
                 rows += _matrix_rows(weights, _SENTENCE, _SENTENCE, **common)
     return rows
@@ -576,9 +578,9 @@ def encoder_decoder_data(d_model: int = 16) -> list[dict]:
     not_pad = torch.tensor([tok != "<pad>" for tok in _SOURCE])  # (S,)
     rows = []
     for pad_mask in (True, False):
-        src_mask = not_pad[None, :] if pad_mask else None  # (1, S)：广播到每个查询
-        memory = encoder(src, src_mask=src_mask)  # (1, S, C)
-        decoder(tgt, memory, tgt_mask=causal_mask(T), memory_mask=src_mask)
+        src_mask = not_pad[None, :] if pad_mask else None  # (B=1, S) 填充掩码
+        memory = encoder(src, src_key_padding_mask=src_mask)  # (1, S, C)
+        decoder(tgt, memory, tgt_mask=causal_mask(T), memory_key_padding_mask=src_mask)
         weights = {
             "编码器自注意力": (encoder.self_attn_weights, _SOURCE, _SOURCE, src_mask),
             "解码器掩码自注意力": (decoder.self_attn_weights, _TARGET, _TARGET, causal_mask(T)),

@@ -32,7 +32,6 @@ from torch import Tensor, nn
 from ._checks import check_instance, check_positive_int
 from .atomic import atomic_write
 from .layers import recording_weights
-from .masks import padding_mask
 from .model import Transformer
 from .text import ATTACH_LEFT, SENTENCE_END, capitalization
 from .translator import Translator
@@ -102,13 +101,15 @@ class DecoderStepGraph(nn.Module):
 
     def forward(self, tgt: Tensor, memory: Tensor, src: Tensor) -> tuple[Tensor, Tensor]:
         last = self.model.decoder_layers[-1]
-        memory_mask = padding_mask(src, self.model.config.pad_id)  # (B, 1, 1, S)
+        not_pad = src != self.model.config.pad_id  # (B, S) 源句的填充掩码
         # 因果掩码 mask[t, s] = (s <= t)。不调用 causal_mask(T)：导出时 T 是图里的一个张量，
         # 而 causal_mask 要求 T 是 Python 整数（它检查参数）；这样写出来的图对任意 T 都成立。
         positions = torch.arange(tgt.shape[1], device=tgt.device)  # (T,)
         tgt_mask = positions[None, :] <= positions[:, None]  # (1, T) <= (T, 1) -> (T, T)
         with recording_weights(last):
-            logits = self.model.decode(tgt, memory, memory_mask, tgt_mask)  # (B, T, V)
+            logits = self.model.decode(
+                tgt, memory, memory_key_padding_mask=not_pad, tgt_mask=tgt_mask
+            )  # (B, T, V)
         weights = last.cross_attn_weights  # (B, H, T, S)
         return logits[:, -1], weights.mean(dim=1)  # (B, V), (B, H, T, S) -> (B, T, S)
 
@@ -197,6 +198,7 @@ def export_translator(
         "bos_id": tgt_vocab.bos_id,
         "eos_id": tgt_vocab.eos_id,
         "max_len": 32,  # 与 Translator.translate 的默认值相同
+        "src_max_len": model.config.max_len,  # 源句最多几个词：位置编码表的行数
         "num_decoder_layers": len(model.decoder_layers),
         "capitalized": dict(sorted(capitalization(translator.proper_nouns).items())),
         "attach_left": sorted(ATTACH_LEFT),

@@ -20,9 +20,11 @@ from ._checks import (
     check_dropout,
     check_fits,
     check_instance,
+    check_memory,
     check_positive_float,
     check_positive_int,
     check_tensor,
+    layer_stack_bytes,
 )
 from .cache import KVCache
 from .dropout import Dropout
@@ -89,28 +91,29 @@ class GPTBlock(EncoderLayer):
     """
 
     def forward(
-        self, x: Tensor, mask: Tensor | None = None, cache: KVCache | None = None
+        self, x: Tensor, *, attn_mask: Tensor | None = None, cache: KVCache | None = None
     ) -> Tensor:
         r"""与 :meth:`EncoderLayer.forward <tinyformer.EncoderLayer.forward>` 相同，
         自注意力的 K、V 可以经过缓存。
 
         参数:
             x: 输入序列；有缓存时只是新词元。
-            mask: bool，True 表示可以关注（默认 ``None``）；GPT 传入
-                :func:`~tinyformer.causal_mask` ``(T, start=缓存长度)``。
+            attn_mask: 注意力掩码，bool，True 表示可以关注（默认 ``None``，只能按名字传）；GPT 传入
+                :func:`~tinyformer.causal_mask` ``(T, start=缓存长度)``。GPT 的输入没有填充，
+                所以这里没有填充掩码。
             cache: :class:`~tinyformer.KVCache`（默认 ``None``）：新词元的 K、V 接在已缓存的后面。
 
         形状:
             - x: (B, T, C)
-            - mask: (T, T')，T' = 缓存后的总长度（没有缓存时 T' = T）
+            - attn_mask: (T, T')，T' = 缓存后的总长度（没有缓存时 T' = T）
             - 输出: (B, T, C)
         """
         check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
         if self.norm_first:
-            x = x + self._self_attention_block(self.norm1(x), mask, cache)
+            x = x + self._self_attention_block(self.norm1(x), {"attn_mask": attn_mask}, cache)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
         else:
-            x = self.norm1(x + self._self_attention_block(x, mask, cache))
+            x = self.norm1(x + self._self_attention_block(x, {"attn_mask": attn_mask}, cache))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return x  # (B, T, C)
 
@@ -161,6 +164,12 @@ class GPT(nn.Module):
         super().__init__()
         check_instance("config", config, GPTConfig)
         self.config = c = config
+        embeddings = (c.vocab_size * (1 if c.tie_weights else 2) + c.max_len) * c.d_model
+        needed = 4 * embeddings + layer_stack_bytes(c.d_model, c.d_ff, 1, c.num_layers)
+        sizes = (
+            f"vocab_size={c.vocab_size}, d_model={c.d_model}, d_ff={c.d_ff}, max_len={c.max_len}"
+        )
+        check_memory(f"GPT with {sizes}, num_layers={c.num_layers}", needed)  # 先算总账再建层
         self.token_embedding = TokenEmbedding(c.vocab_size, c.d_model, scale=False)
         self.position_embedding = nn.Embedding(c.max_len, c.d_model)  # 学到的位置嵌入
         self.dropout = Dropout(c.dropout)
@@ -193,7 +202,7 @@ class GPT(nn.Module):
         x = self.dropout(x)
         mask = causal_mask(T, device=ids.device, start=start)  # (T, start + T)
         for layer in self.layers:
-            x = layer(x, mask, cache=cache)  # (B, T, C)
+            x = layer(x, attn_mask=mask, cache=cache)  # (B, T, C)
         x = self.final_norm(x)
         return self.lm_head(x)  # (B, T, C) @ (C, V) -> (B, T, V)
 

@@ -38,8 +38,9 @@ class EncoderLayer(nn.Module):
         \text{pre-LN:}\quad x &= x + \mathrm{SelfAttn}(\mathrm{LN_1}(x)),\quad
             x = x + \mathrm{FFN}(\mathrm{LN_2}(x))
 
-    给自注意力一个因果掩码，它就是 GPT 的块（自注意力 + FFN，没有交叉注意力），
-    :class:`~tinyformer.GPT` 正是这样用它的（``tinyformer.gpt.GPTBlock`` 再加上逐词生成用的缓存）。
+    给自注意力一个因果掩码，它就是 GPT 的块（自注意力 + FFN，没有交叉注意力）：
+    :class:`~tinyformer.GPT` 用的 ``tinyformer.gpt.GPTBlock`` 就是它的子类，``forward`` 换成
+    带因果掩码 ``attn_mask`` 和逐词生成用的缓存。
 
     参数:
         d_model: 模型维数 C。
@@ -56,10 +57,10 @@ class EncoderLayer(nn.Module):
     例子::
 
         >>> import torch
-        >>> from tinyformer import EncoderLayer, padding_mask
+        >>> from tinyformer import EncoderLayer
         >>> layer = EncoderLayer(d_model=16, num_heads=4, d_ff=64)
         >>> ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])
-        >>> layer(torch.randn(2, 5, 16), src_mask=padding_mask(ids, pad_id=0)).shape
+        >>> layer(torch.randn(2, 5, 16), src_key_padding_mask=ids != 0).shape
         torch.Size([2, 5, 16])
     """
 
@@ -85,31 +86,46 @@ class EncoderLayer(nn.Module):
         self.need_weights = False
         self.self_attn_weights: Tensor | None = None
 
-    def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        *,
+        src_key_padding_mask: Tensor | None = None,
+    ) -> Tensor:
         r"""自注意力子层，再前馈子层；每个子层都是 残差 + 层归一化。
+
+        编码器是双向的，每个位置都可以看每个真实词元，所以它只有填充掩码一种掩码：
+        ``src_key_padding_mask``，与 ``torch.nn.TransformerEncoderLayer`` 同名同形状，只能按名字传，
+        但 True 表示可以关注（torch 里 True 表示忽略）。没有 torch 的 ``src_mask``：(B, S) 的填充掩码
+        在 B == S 时与 (S, S) 的注意力掩码形状相同，传错了参数会被悄悄读成"遮住哪些查询"。
+        要因果掩码的是 GPT 的块 :class:`~tinyformer.gpt.GPTBlock`。
 
         参数:
             x: 输入序列（编码器里是源句的表示）。
-            src_mask: bool，True 表示可以关注（默认 ``None``，不遮挡）；通常是源句的
-                :func:`~tinyformer.padding_mask`。
+            src_key_padding_mask: 填充掩码（默认 ``None``，不遮挡）：每一句里哪些位置是真实词元，
+                通常是 ``src != pad_id``。
 
         形状:
             - x: (B, T, C)
-            - src_mask: (T|1, T) 或 (B|1, H|1, T|1, T)
+            - src_key_padding_mask: (B, T)
             - 输出: (B, T, C)
         """
         check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+        masks = {"key_padding_mask": src_key_padding_mask}
         if self.norm_first:
-            x = x + self._self_attention_block(self.norm1(x), src_mask)
+            x = x + self._self_attention_block(self.norm1(x), masks)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
         else:
-            x = self.norm1(x + self._self_attention_block(x, src_mask))
+            x = self.norm1(x + self._self_attention_block(x, masks))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return x  # (B, T, C)
 
-    def _self_attention_block(self, x: Tensor, mask: Tensor | None, cache: KVCache | None = None):
-        """自注意力子层（残差之前的部分）；解码器层和 GPT 的块逐词生成时传入 ``cache``（第 8 章）。"""
-        y, weights = self.self_attn(x, x, x, mask, need_weights=self.need_weights, cache=cache)
+    def _self_attention_block(self, x: Tensor, masks: dict, cache: KVCache | None = None):
+        """自注意力子层（残差之前的部分）；解码器层和 GPT 的块逐词生成时传入 ``cache``（第 8 章）。
+
+        ``masks`` 是传给 :class:`~tinyformer.MultiHeadAttention` 的 ``attn_mask``、``key_padding_mask``。
+        """
+        y, weights = self.self_attn(x, x, x, **masks, need_weights=self.need_weights, cache=cache)
         self.self_attn_weights = None if weights is None else weights.detach()
         return self.dropout1(y)
 
@@ -178,49 +194,56 @@ class DecoderLayer(nn.Module):
         self,
         x: Tensor,
         memory: Tensor,
+        *,
         tgt_mask: Tensor | None = None,
-        memory_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
         cache: KVCache | None = None,
     ) -> Tensor:
         r"""掩码自注意力、交叉注意力（看 memory）、前馈网络三个子层，各带残差与层归一化。
 
+        掩码与 ``torch.nn.TransformerDecoderLayer`` 同名，只能按名字传，True 表示可以关注
+        （torch 里 True 表示不许关注）。``tgt_mask`` 是注意力掩码（哪个查询看哪个键），
+        ``*_key_padding_mask`` 是填充掩码（每一句哪些键是真实词元）；自注意力用两者的与。
+        交叉注意力只需要源句的填充掩码，所以没有 torch 的 ``memory_mask``：(B, S) 的填充掩码
+        在 B == T 时与 (T, S) 的注意力掩码形状相同，传错了参数会被悄悄读成"遮住哪些查询"。
+
         参数:
             x: 目标端序列（右移一位的目标句，或逐词生成时的新词元）。
             memory: 编码器的输出。
-            tgt_mask: 自注意力掩码，bool，True 表示可以关注（默认 ``None``）；通常是
-                :func:`~tinyformer.causal_mask`，可再 ``&`` 上目标端填充掩码。
-            memory_mask: 交叉注意力掩码（默认 ``None``）；通常是源句的
-                :func:`~tinyformer.padding_mask`。
+            tgt_mask: 自注意力的注意力掩码（默认 ``None``）；通常是 :func:`~tinyformer.causal_mask`。
+            tgt_key_padding_mask: 目标端填充掩码（默认 ``None``），``tgt != pad_id``。
+            memory_key_padding_mask: 源句的填充掩码（默认 ``None``），``src != pad_id``。
             cache: :class:`~tinyformer.KVCache`，逐词生成用（第 8 章，默认 ``None``）：
                 自注意力把新词元的 K、V 接在缓存后面，交叉注意力只在第一次计算 memory 的 K、V。
 
         形状:
             - x: (B, T, C)，memory: (B, S, C)
             - tgt_mask: (T|1, T') 或 (B|1, H|1, T|1, T')，T' = 缓存后的总长度（没有缓存时 T' = T）
-            - memory_mask: (B|1, 1, 1, S)
+            - tgt_key_padding_mask: (B, T')；memory_key_padding_mask: (B, S)
             - 输出: (B, T, C)
         """
         check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
         check_tensor("memory", memory, "(B, S, C)", d_model=self.d_model)
+        self_masks = {"attn_mask": tgt_mask, "key_padding_mask": tgt_key_padding_mask}
+        cross_masks = {"key_padding_mask": memory_key_padding_mask}
         if self.norm_first:
-            x = x + self._self_attention_block(self.norm1(x), tgt_mask, cache)
-            x = x + self._cross_attention_block(self.norm2(x), memory, memory_mask, cache)
+            x = x + self._self_attention_block(self.norm1(x), self_masks, cache)
+            x = x + self._cross_attention_block(self.norm2(x), memory, cross_masks, cache)
             x = x + self.dropout3(self.ffn(self.norm3(x)))
         else:
-            x = self.norm1(x + self._self_attention_block(x, tgt_mask, cache))
-            x = self.norm2(x + self._cross_attention_block(x, memory, memory_mask, cache))
+            x = self.norm1(x + self._self_attention_block(x, self_masks, cache))
+            x = self.norm2(x + self._cross_attention_block(x, memory, cross_masks, cache))
             x = self.norm3(x + self.dropout3(self.ffn(x)))
         return x  # (B, T, C)
 
     # 自注意力子层与编码器层的一模一样（同名的 self_attn、dropout1、need_weights），直接复用
     _self_attention_block = EncoderLayer._self_attention_block
 
-    def _cross_attention_block(
-        self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: KVCache | None
-    ):
+    def _cross_attention_block(self, x: Tensor, memory: Tensor, masks: dict, cache: KVCache | None):
         """交叉注意力子层（残差之前的部分）：查询来自 x，键和值来自 memory。"""
         y, weights = self.cross_attn(
-            x, memory, memory, mask, need_weights=self.need_weights, cache=cache, static_kv=True
+            x, memory, memory, **masks, need_weights=self.need_weights, cache=cache, static_kv=True
         )
         self.cross_attn_weights = None if weights is None else weights.detach()
         return self.dropout2(y)

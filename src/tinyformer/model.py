@@ -17,14 +17,16 @@ from ._checks import (
     check_dropout,
     check_instance,
     check_int,
+    check_memory,
     check_positive_int,
     check_tensor,
+    layer_stack_bytes,
 )
 from .cache import KVCache
 from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS
 from .layers import DecoderLayer, EncoderLayer
-from .masks import causal_mask, padding_mask
+from .masks import causal_mask
 from .normalization import LayerNorm
 from .positional import PositionalEncoding
 
@@ -112,17 +114,22 @@ class Transformer(nn.Module):
     参数:
         config: :class:`TransformerConfig`。
 
-    方法:
-        - ``encode(src, src_mask=None)`` -> memory (B, S, C)。``src_mask`` 为 ``None`` 时
-          用 ``padding_mask(src, config.pad_id)``，形状 (B, 1, 1, S)。
-        - ``decode(tgt, memory, memory_mask=None, tgt_mask=None, cache=None)`` -> logits (B, T, V)。
-          ``memory_mask`` 为 ``None`` 时 memory 的每个位置都可以关注——有填充时请传入
-          ``padding_mask(src, config.pad_id)``。``tgt_mask`` 为 ``None`` 时用因果掩码。
+    方法（掩码参数只能按名字传；True 表示可以关注，与 torch 相反）:
+        - ``encode(src, *, src_key_padding_mask=None)`` -> memory (B, S, C)。填充掩码 (B, S)
+          为 ``None`` 时用 ``src != config.pad_id``。
+        - ``decode(tgt, memory, *, memory_key_padding_mask=None, tgt_key_padding_mask=None,
+          tgt_mask=None, cache=None)`` -> logits (B, T, V)。``memory_key_padding_mask`` (B, S)
+          为 ``None`` 时 memory 的每个位置都可以关注——有填充时请传入 ``src != config.pad_id``。
+          ``tgt_mask`` 是注意力掩码 (T, T')，为 ``None`` 时用因果掩码。
           ``cache`` 为 :class:`~tinyformer.KVCache` 时，``tgt`` 只需是新词元（通常一个），
           位置从缓存长度接着数；结果与把整段前缀重新送入相同。
-        - ``forward(src, tgt, src_mask=None, tgt_mask=None)`` -> logits (B, T, V)。掩码为
-          ``None`` 时按 ``config.pad_id`` 构造：``src_mask`` = 源端填充掩码 (B, 1, 1, S)，
-          同时用于编码器自注意力和交叉注意力；``tgt_mask`` = 目标端填充掩码 & 因果掩码 (B, 1, T, T)。
+        - ``forward(src, tgt, *, src_key_padding_mask=None, tgt_key_padding_mask=None)``
+          -> logits (B, T, V)。填充掩码为 ``None`` 时按 ``config.pad_id`` 构造：
+          源端 (B, S) 同时用于编码器自注意力和交叉注意力，目标端 (B, T) 再与因果掩码相与。
+
+    这个模型只有填充掩码一种可选的掩码：编码器是双向的，解码器总是因果的。所以没有
+    ``src_mask`` 参数——(B, S) 的填充掩码在 B == S 时与 (S, S) 的注意力掩码形状相同，
+    会被悄悄地读成"遮住哪些查询"；``model(src, tgt, src_mask=...)`` 因此是 ``TypeError``。
 
     注意力热力图：把 ``model.decoder_layers[i].need_weights`` 设为 ``True``，前向一次整段序列，
     再读 ``model.decoder_layers[i].cross_attn_weights``，形状 (B, H, T, S)。
@@ -151,6 +158,14 @@ class Transformer(nn.Module):
         super().__init__()
         check_instance("config", config, TransformerConfig)
         self.config = c = config
+        sizes = ", ".join(
+            f"{name}={getattr(c, name)}"
+            for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "d_ff", "max_len")
+        )
+        layers = (
+            f"num_encoder_layers={c.num_encoder_layers}, num_decoder_layers={c.num_decoder_layers}"
+        )
+        check_memory(f"Transformer with {sizes}, {layers}", _memory_needed(c))  # 先算总账再建层
         self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model)  # ×√C
         self.tgt_embed = TokenEmbedding(c.tgt_vocab_size, c.d_model)
         self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)  # 源、目标共用
@@ -172,20 +187,22 @@ class Transformer(nn.Module):
         if c.tie_output:
             self.output.weight = self.tgt_embed.embedding.weight  # 同一个 (V, C) 参数
 
-    def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+    def encode(self, src: Tensor, *, src_key_padding_mask: Tensor | None = None) -> Tensor:
         check_tensor("src", src, "(B, S)")
-        if src_mask is None:
-            src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
+        if src_key_padding_mask is None:
+            src_key_padding_mask = src != self.config.pad_id  # (B, S)
         x = self.positional(self.src_embed(src))  # (B, S) -> (B, S, C)
         for layer in self.encoder_layers:
-            x = layer(x, src_mask)  # (B, S, C)
+            x = layer(x, src_key_padding_mask=src_key_padding_mask)  # (B, S, C)
         return self.encoder_norm(x)  # memory: (B, S, C)
 
     def decode(
         self,
         tgt: Tensor,
         memory: Tensor,
-        memory_mask: Tensor | None = None,
+        *,
+        memory_key_padding_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
         tgt_mask: Tensor | None = None,
         cache: KVCache | None = None,
     ) -> Tensor:
@@ -197,8 +214,13 @@ class Transformer(nn.Module):
         if tgt_mask is None:
             tgt_mask = causal_mask(T, device=tgt.device, start=start)  # (T, start + T)
         x = self.positional(self.tgt_embed(tgt), start=start)  # (B, T) -> (B, T, C)
+        masks = {
+            "tgt_mask": tgt_mask,
+            "tgt_key_padding_mask": tgt_key_padding_mask,
+            "memory_key_padding_mask": memory_key_padding_mask,
+        }
         for layer in self.decoder_layers:
-            x = layer(x, memory, tgt_mask, memory_mask, cache)  # (B, T, C)
+            x = layer(x, memory, **masks, cache=cache)  # (B, T, C)
         x = self.decoder_norm(x)
         return self.output(x)  # (B, T, C) @ (C, V) -> (B, T, V)
 
@@ -206,17 +228,30 @@ class Transformer(nn.Module):
         self,
         src: Tensor,
         tgt: Tensor,
-        src_mask: Tensor | None = None,
-        tgt_mask: Tensor | None = None,
+        *,
+        src_key_padding_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
     ) -> Tensor:
         check_tensor("src", src, "(B, S)")
         check_tensor("tgt", tgt, "(B, T)")
-        B, T = tgt.shape
         pad_id = self.config.pad_id
-        if src_mask is None:
-            src_mask = padding_mask(src, pad_id)  # (B, 1, 1, S)
-        if tgt_mask is None:
-            # (B, 1, 1, T) & (T, T) -> (B, 1, T, T)
-            tgt_mask = padding_mask(tgt, pad_id) & causal_mask(T, device=tgt.device)
-        memory = self.encode(src, src_mask)  # (B, S, C)
-        return self.decode(tgt, memory, memory_mask=src_mask, tgt_mask=tgt_mask)  # (B, T, V)
+        if src_key_padding_mask is None:
+            src_key_padding_mask = src != pad_id  # (B, S)
+        if tgt_key_padding_mask is None:
+            tgt_key_padding_mask = tgt != pad_id  # (B, T)；decode 再与因果掩码相与
+        memory = self.encode(src, src_key_padding_mask=src_key_padding_mask)  # (B, S, C)
+        return self.decode(
+            tgt,
+            memory,
+            memory_key_padding_mask=src_key_padding_mask,
+            tgt_key_padding_mask=tgt_key_padding_mask,
+        )  # (B, T, V)
+
+
+def _memory_needed(c: TransformerConfig) -> int:
+    """按 ``c`` 建模型要的字节数：float32 参数、模块开销，以及位置编码表（建表时是 float64）。"""
+    embeddings = (c.src_vocab_size + c.tgt_vocab_size * (1 if c.tie_output else 2)) * c.d_model
+    layers = layer_stack_bytes(c.d_model, c.d_ff, 1, c.num_encoder_layers) + layer_stack_bytes(
+        c.d_model, c.d_ff, 2, c.num_decoder_layers
+    )
+    return 4 * embeddings + layers + 8 * c.max_len * c.d_model

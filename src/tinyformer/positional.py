@@ -14,6 +14,7 @@ from ._checks import (
     check_dropout,
     check_fits,
     check_int,
+    check_memory,
     check_positive_float,
     check_positive_int,
     check_tensor,
@@ -25,6 +26,20 @@ def _frequencies(d_model: int, base: float) -> Tensor:
     """第 i 对维度的角频率 ω_i = 1 / base^(2i/d_model)，i = 0, 1, ...；float64，长度 ⌈d_model/2⌉。"""
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i = 0, 2, 4, ...
     return base ** (-two_i / d_model)
+
+
+def _check_frequencies(omega: Tensor, d_model: int, base: float) -> None:
+    """ω_i = 1/base^(2i/d_model) 都必须是有限的正数：base 太小（如 1e-310）时 ω 溢出成 inf，
+    太大时下溢成 0，编码表会是 nan 或者一列常数，而不是报错。"""
+    if omega.is_meta:  # 在 meta 设备上只算形状（读检查点时），真正建表时再查
+        return
+    bad = ~torch.isfinite(omega) | (omega == 0)
+    if bad.any():
+        i = int(bad.nonzero()[0, 0])
+        raise ValueError(
+            f"base must keep the frequencies 1/base^(2i/d_model) finite and nonzero in float64, "
+            f"got base={base}, d_model={d_model}: the frequency of i={i} is {float(omega[i])}"
+        )
 
 
 def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0) -> Tensor:
@@ -62,8 +77,13 @@ def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0) -> Te
     check_positive_int("max_len", max_len)
     check_positive_int("d_model", d_model)
     check_positive_float("base", base)
+    # 角度表 (max_len, ⌈C/2⌉) 和结果 (max_len, C) 都是 float64，最后再转成 float32
+    check_memory(
+        f"sinusoidal_encoding(max_len={max_len}, d_model={d_model})", 20 * max_len * d_model
+    )
     position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
     omega = _frequencies(d_model, base)  # (⌈C/2⌉,)
+    _check_frequencies(omega, d_model, base)
     angle = position * omega  # (max_len, 1) * (⌈C/2⌉,) -> (max_len, ⌈C/2⌉)
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)  # 偶数维 2i：sin
@@ -115,7 +135,10 @@ def shift_matrix(k: int, d_model: int, base: float = 10000.0) -> Tensor:
             "d_model must be even for shift_matrix: with odd d_model the last sin column has "
             f"no cos partner, so PE(pos + k) is not a linear function of PE(pos); got d_model={d_model}"
         )
-    angle = k * _frequencies(d_model, base)  # (C/2,)：每一对维度转过的角度 kω_i
+    check_memory(f"shift_matrix(d_model={d_model})", 8 * d_model * d_model)
+    omega = _frequencies(d_model, base)  # (C/2,)
+    _check_frequencies(omega, d_model, base)
+    angle = k * omega  # (C/2,)：每一对维度转过的角度 kω_i
     cos, sin = torch.cos(angle), torch.sin(angle)
     M = torch.zeros(d_model, d_model, dtype=torch.float64)
     M[0::2, 0::2] = torch.diag(cos)  # sin 行：cos b · sin a

@@ -18,6 +18,7 @@ import matplotlib
 import pytest
 
 from tests.kit import ROOT, skip_or_fail
+from tinyformer import cli
 from tinyformer.corpus import PROPER_NOUNS, generate_corpus, zh_tokenizer
 from tinyformer.pretrained import load_translator
 from tinyformer.text import (
@@ -83,17 +84,36 @@ def test_browser_segmentation_equals_jieba_on_the_whole_corpus(node, words):
 
 @pytest.mark.parametrize(
     "sentence",
-    ["我明天在广州看小说。", "我爱北京天安门。", "我们明天在学校吃汉堡。", "", "   "],
+    [
+        "我明天在广州看小说。",
+        "我爱北京天安门。",
+        "我们明天在学校吃汉堡。",
+        "",
+        "   ",
+        "我明天去北京。" * 20,  # 140 个词，超过 max_len
+        "我明天去北京。" * 700,  # 4900 个字：曾让 onnxruntime-web 出错、页面留着上一句的译文
+        "-我明天去北京。",
+    ],
+    ids=[
+        "unknown-place",
+        "unknown-verb",
+        "unknown-food",
+        "empty",
+        "blank",
+        "too-long",
+        "5000",
+        "dash",
+    ],
 )
 def test_unknown_words_get_the_clis_message(node, translator, words, sentence):
     with pytest.raises(ValueError) as info:
         translator.tokenize(sentence)
     message = run_js(
         node,
-        "m.unknownMessage(data.s, m.segment(data.s, new Set(data.words)), new Set(data.words))",
-        {"s": sentence, "words": words},
+        "m.unknownMessage(data.s, m.segment(data.s, new Set(data.words)), new Set(data.words), data.n)",
+        {"s": sentence, "words": words, "n": translator.model.config.max_len},
     )
-    assert message == str(info.value)
+    assert message == cli.cannot_translate(sentence, info.value)  # 中文，与命令行逐字相同
 
 
 def test_known_sentences_get_no_message(node, words):
@@ -177,3 +197,38 @@ def test_the_sites_model_is_a_fresh_export_of_the_shipped_weights(site, translat
         on_site = hashlib.sha256((site / "_static" / "translator_model" / name).read_bytes())
         exported = hashlib.sha256(fresh[name].read_bytes())
         assert on_site.hexdigest() == exported.hexdigest(), f"{name} on the site is stale"
+
+
+def test_browser_grammar_check_equals_in_grammar(node, translator, words, tmp_path):
+    # issue 26：网页翻译器也要说出"这句话的句型不在训练语料里"，判断与 tinyformer.corpus.in_grammar 相同
+    import importlib.util
+
+    from tinyformer.corpus import OUT_OF_GRAMMAR, in_grammar
+
+    spec = importlib.util.spec_from_file_location(
+        "live_translator", ROOT / "_ext" / "live_translator.py"
+    )
+    extension = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(extension)
+    extension.write_grammar(translator, tmp_path / "grammar.json")
+    grammar = json.loads((tmp_path / "grammar.json").read_text())
+    assert grammar["notice"] == OUT_OF_GRAMMAR
+    assert (tmp_path / "grammar.json").stat().st_size < 200_000
+    corpus = generate_corpus()
+    sentences = [p.zh for p in (*corpus.train[:100], *corpus.test[:100])] + [
+        "他昨天没在商店买衣服吗？",
+        "他们上周没去公园吗？",
+        "我每天不喝绿茶。",
+        "我明天去北京吗？",
+        "我明天去北京",
+        "明天我去北京。",
+    ]
+    found = run_js(
+        node,
+        "data.ss.map((s) => m.inGrammar(m.segment(s, new Set(data.words)),"
+        " new Map(data.itos.map((w, i) => [w, i])),"
+        " { ...data.g, set: new Set(data.g.sentences.split('\\n')) }))",
+        {"ss": sentences, "words": words, "itos": translator.src_vocab.itos, "g": grammar},
+    )
+    assert found == [in_grammar(s) for s in sentences]
+    assert found[-6:] == [False] * 6 and all(found[:200])

@@ -60,7 +60,7 @@ def test_sdpa_matches_torch_functional(mask_name):
         "random": (torch.rand(B, H, T, T) > 0.5) | torch.eye(T, dtype=torch.bool),
     }
     mask = masks[mask_name]
-    out, weights = scaled_dot_product_attention(q, k, v, mask=mask)
+    out, weights = scaled_dot_product_attention(q, k, v, attn_mask=mask)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, T))
@@ -74,7 +74,7 @@ def test_fully_masked_rows_are_zero_not_nan(dtype):
     q, k, v = (torch.randn(B, H, T, D, dtype=dtype) for _ in range(3))
     mask = causal_mask(T).expand(B, H, T, T).clone()
     mask[0, :, 2] = False  # 第 0 句第 2 行：没有一个可关注的键
-    out, weights = scaled_dot_product_attention(q, k, v, mask=mask)
+    out, weights = scaled_dot_product_attention(q, k, v, attn_mask=mask)
     assert out.dtype == dtype and not out.isnan().any() and not weights.isnan().any()
     assert (weights[0, :, 2] == 0).all() and (out[0, :, 2] == 0).all()
     # 其余各行仍是正常的概率分布
@@ -91,7 +91,7 @@ def test_mha_fully_masked_rows_zero_in_both_paths(dtype, need_weights):
     x = torch.randn(B, T, C, dtype=dtype)
     ids = _ids(T, 0)
     ids[1] = PAD  # 第二句全是填充：它的每一行都被整行遮住
-    out, _ = mha(x, x, x, mask=padding_mask(ids, PAD), need_weights=need_weights)
+    out, _ = mha(x, x, x, key_padding_mask=ids != PAD, need_weights=need_weights)
     assert not out.isnan().any()
     assert (out[1] == 0).all()  # 没有偏置时，注意力输出 0 经 out_proj 仍是 0
 
@@ -106,7 +106,7 @@ def test_fully_masked_rows_have_finite_gradients(dropout):
     for need_weights in (True, False):
         x.grad = None
         mha.zero_grad()
-        out, _ = mha(x, x, x, mask=mask, need_weights=need_weights)
+        out, _ = mha(x, x, x, attn_mask=mask, need_weights=need_weights)
         out.sum().backward()
         assert torch.isfinite(x.grad).all()
         assert all(torch.isfinite(p.grad).all() for p in mha.parameters())
@@ -119,18 +119,16 @@ def test_mha_self_attention_matches_torch(mask_name, bias):
     torch.manual_seed(1)
     x = torch.randn(B, T, C)
     ids = _ids(T, 2)
-    # 我们：True = 可以关注；torch.nn.MultiheadAttention：True = 不许关注
-    ours_mask, attn_mask, key_padding_mask = {
-        "none": (None, None, None),
-        "causal": (causal_mask(T), ~causal_mask(T), None),
-        "padding": (padding_mask(ids, PAD), None, ids == PAD),
-        "padding&causal": (
-            padding_mask(ids, PAD) & causal_mask(T),
-            ~causal_mask(T),
-            ids == PAD,
-        ),
+    # 同名的两个参数，意思相反：我们 True = 可以关注；torch.nn.MultiheadAttention True = 不许关注
+    ours_attn, ours_padding = {
+        "none": (None, None),
+        "causal": (causal_mask(T), None),
+        "padding": (None, ids != PAD),
+        "padding&causal": (causal_mask(T), ids != PAD),
     }[mask_name]
-    out, weights = ours(x, x, x, mask=ours_mask)
+    attn_mask = None if ours_attn is None else ~ours_attn
+    key_padding_mask = None if ours_padding is None else ~ours_padding
+    out, weights = ours(x, x, x, attn_mask=ours_attn, key_padding_mask=ours_padding)
     expected, expected_weights = theirs(
         x,
         x,
@@ -149,7 +147,7 @@ def test_mha_cross_attention_with_padding_matches_torch():
     torch.manual_seed(1)
     query, memory = torch.randn(B, T, C), torch.randn(B, S, C)
     src = _ids(S, 3)
-    out, weights = ours(query, memory, memory, mask=padding_mask(src, PAD))
+    out, weights = ours(query, memory, memory, key_padding_mask=src != PAD)
     expected, expected_weights = theirs(query, memory, memory, key_padding_mask=src == PAD)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     # torch 默认把权重在头上取平均
@@ -163,7 +161,7 @@ def test_mha_compared_with_torch_on_rows_that_are_not_fully_masked():
     ids = _ids(T, 0)
     ids[1, 0] = PAD  # 第二句第 0 行只能看见位置 0，而它是填充：整行被遮住
     mask = padding_mask(ids, PAD) & causal_mask(T)
-    out, _ = ours(x, x, x, mask=mask)
+    out, _ = ours(x, x, x, attn_mask=causal_mask(T), key_padding_mask=ids != PAD)
     expected, _ = theirs(x, x, x, attn_mask=~causal_mask(T), key_padding_mask=ids == PAD)
     live = mask.any(-1)[:, 0]  # (B, T)：至少有一个可关注的键的行
     assert not live.all()
@@ -186,8 +184,8 @@ def test_mha_fused_path_equals_weights_path(mask):
     torch.manual_seed(0)
     mha = MultiHeadAttention(C, H)
     x = torch.randn(B, T, C)
-    with_weights, weights = mha(x, x, x, mask=mask, need_weights=True)
-    fused, no_weights = mha(x, x, x, mask=mask, need_weights=False)
+    with_weights, weights = mha(x, x, x, attn_mask=mask, need_weights=True)
+    fused, no_weights = mha(x, x, x, attn_mask=mask, need_weights=False)
     assert weights is not None and no_weights is None
     torch.testing.assert_close(fused, with_weights, atol=1e-5, rtol=1e-5)
 
@@ -196,8 +194,8 @@ def test_mask_2d_and_4d_forms_agree():
     torch.manual_seed(0)
     mha = MultiHeadAttention(C, H)
     x = torch.randn(B, T, C)
-    out_2d, _ = mha(x, x, x, mask=causal_mask(T))
-    out_4d, _ = mha(x, x, x, mask=causal_mask(T).expand(B, H, T, T))
+    out_2d, _ = mha(x, x, x, attn_mask=causal_mask(T))
+    out_4d, _ = mha(x, x, x, attn_mask=causal_mask(T).expand(B, H, T, T))
     torch.testing.assert_close(out_2d, out_4d)
 
 

@@ -12,7 +12,7 @@ def _causal_self_attention():
     torch.manual_seed(0)
     mha = MultiHeadAttention(C, H).eval()
     x = torch.randn(B, T, C)
-    full, _ = mha(x, x, x, mask=causal_mask(T))
+    full, _ = mha(x, x, x, attn_mask=causal_mask(T))
     return mha, x, full, KVCache()
 
 
@@ -30,13 +30,13 @@ def test_incremental_self_attention_equals_full_causal_attention():
 def test_chunked_prefill_then_single_steps():
     # 先一次送入 3 个词元（需要带偏移的因果掩码），再逐个送入
     mha, x, full, cache = _causal_self_attention()
-    first, _ = mha(x[:, :3], x[:, :3], x[:, :3], mask=causal_mask(3), cache=cache)
+    first, _ = mha(x[:, :3], x[:, :3], x[:, :3], attn_mask=causal_mask(3), cache=cache)
     rest = [
         mha(
             x[:, t : t + 1],
             x[:, t : t + 1],
             x[:, t : t + 1],
-            mask=causal_mask(1, start=t),
+            attn_mask=causal_mask(1, start=t),
             cache=cache,
         )[0]
         for t in range(3, T)
@@ -86,7 +86,7 @@ def test_reorder_then_continue_equals_reordered_inputs():
     last = x[indices, T - 1 :]
     out, _ = mha(last, last, last, cache=cache)
     y = x[indices]
-    expected, _ = mha(y, y, y, mask=causal_mask(T))
+    expected, _ = mha(y, y, y, attn_mask=causal_mask(T))
     torch.testing.assert_close(out, expected[:, -1:], atol=1e-5, rtol=1e-5)
 
 

@@ -73,3 +73,66 @@ def test_magnitude(value, expected):
 
 def test_magnitude_of_a_tensor_is_its_largest_entry():
     assert magnitude(torch.tensor([1e-3, -4e-2, 0.0])) == "4e-2"
+
+
+# ---- issue 26：inf、复数、大整数，以及不是数的输入 ------------------------------------------
+
+
+def test_identical_infinities_agree_and_opposite_ones_do_not():
+    assert str(agree(torch.tensor([1.0, math.inf]), torch.tensor([1.0, math.inf]))) == (
+        "一致（最大差 ≤ 1e-6）"
+    )
+    assert bool(agree([-math.inf], [-math.inf]))
+    result = agree(torch.tensor([math.inf]), torch.tensor([-math.inf]))
+    assert not result and str(result) == "不一致（最大差约 inf，容差 1e-6）"
+    assert not agree([math.inf], [1.0])
+    assert not agree([math.nan, math.inf], [math.nan, math.inf])  # nan 仍然永远不一致
+
+
+def test_complex_inputs_compare_both_parts():
+    assert not agree(torch.tensor([1j]), torch.tensor([2j]))
+    assert not agree(torch.tensor([1 + 1j]), torch.tensor([1 + 0j]))
+    assert agree(torch.tensor([1 + 2j]), torch.tensor([1 + 2j]), tol=0)
+    assert agree(torch.tensor([3 + 4j]), torch.tensor([0j]), tol=5).max_diff == 5.0  # |3+4j| = 5
+
+
+def test_big_integers_are_compared_exactly():
+    big = 2**53
+    assert not agree(torch.tensor([big + 1]), torch.tensor([big]), tol=0)
+    assert agree(torch.tensor([big + 1]), torch.tensor([big + 1]), tol=0)
+    extreme = agree(torch.tensor([-(2**63)]), torch.tensor([2**63 - 1]), tol=0)  # 差超出 int64
+    assert not extreme and extreme.max_diff == float(2**64 - 1)
+    assert str(agree([1, 2], [1, 2], tol=0)) == "一致（最大差 ≤ 0e0）"
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (None, r"got NoneType"),
+        ("1.0", r"got str"),
+        ([[1, 2], [3]], r"got \[\[1, 2\], \[3\]\] \(expected sequence of length 2"),
+        (torch.empty(3, device="meta"), r"got a meta tensor \(it has no values\)"),
+        ({"a": 1}, r"got dict"),
+    ],
+    ids=["none", "string", "ragged", "meta", "dict"],
+)
+def test_inputs_that_are_not_numbers(value, message):
+    rule = r"must be a tensor, a number or a \(nested, rectangular\) list of numbers"
+    with pytest.raises(TypeError, match=r"^actual " + rule + ".*" + message):
+        agree(value, torch.zeros(3))
+    with pytest.raises(TypeError, match=r"^expected " + rule):
+        agree(torch.zeros(3), value)
+    with pytest.raises(TypeError, match=r"^value " + rule):
+        magnitude(value)
+
+
+def test_magnitude_of_complex_and_big_integers():
+    assert magnitude(3 + 4j) == "5e0"
+    assert magnitude(torch.tensor([2**60])) == "1e18"
+    with pytest.raises(ValueError, match=r"value must hold at least one number"):
+        magnitude(torch.zeros(0))
+
+
+def test_sparse_tensors_compare_by_value():
+    dense = torch.tensor([0.0, 1.0, 0.0])
+    assert agree(dense.to_sparse(), dense, tol=0)

@@ -331,3 +331,23 @@ def test_pair_repr_shows_only_the_sentences():
     words = ("我", "吃", "苹果", "。")
     pair = Pair("我吃苹果。", "I eat apples.", words, "我", "", "affirmative", "吃苹果", "")
     assert repr(pair) == "Pair(zh='我吃苹果。', en='I eat apples.')"
+
+
+def test_in_grammar_decides_membership_exactly():
+    from tinyformer.corpus import grammar_sentences, in_grammar
+
+    pairs = all_pairs()
+    assert len(grammar_sentences()) == len(pairs)  # 每句的词序列都不同
+    assert all(in_grammar(pair.zh_words) for pair in pairs)
+    assert in_grammar("我明天去北京。") and in_grammar(["我", "明天", "去", "北京", "。"])
+    # 语法之外：否定疑问句、否定配“每天”、“我”的疑问句、缺句号、多一个词；每个词都在词表里
+    for sentence in (
+        "他昨天没在商店买衣服吗？",
+        "我每天不喝绿茶。",
+        "我明天去北京吗？",
+        "我明天去北京",
+        "我我明天去北京。",
+    ):
+        assert not in_grammar(sentence), sentence
+    with pytest.raises(TypeError, match=r"words must be a str or a sequence of str"):
+        in_grammar([1, 2])

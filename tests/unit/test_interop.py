@@ -109,7 +109,7 @@ def test_copy_from_fused_qkv_computes_the_gpt_style_attention():
     x, mask = torch.randn(2, T, C), causal_mask(T)
     with torch.no_grad():
         expected = _fused_reference(c_attn, c_proj, x, H, mask)
-        torch.testing.assert_close(ours(x, x, x, mask=mask)[0], expected, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(ours(x, x, x, attn_mask=mask)[0], expected, atol=1e-6, rtol=1e-5)
 
 
 def test_copy_to_fused_qkv_is_the_inverse():

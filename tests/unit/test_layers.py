@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tinyformer import DecoderLayer, EncoderLayer, causal_mask, copy_from_torch, padding_mask
+from tinyformer import DecoderLayer, EncoderLayer, causal_mask, copy_from_torch
 
 B, T, S, C, H, D_FF = 2, 5, 7, 16, 4, 32
 PAD = 0
@@ -43,7 +43,7 @@ def test_encoder_layer_matches_torch(norm_first, activation):
     torch.manual_seed(1)
     x = torch.randn(B, S, C)
     src = _ids(S, 3)
-    out = ours(x, src_mask=padding_mask(src, PAD))
+    out = ours(x, src_key_padding_mask=src != PAD)
     expected = theirs(x, src_key_padding_mask=src == PAD)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     # 没有掩码时也相同
@@ -60,8 +60,9 @@ def test_decoder_layer_matches_torch(norm_first, activation):
     out = ours(
         x,
         memory,
-        tgt_mask=padding_mask(tgt, PAD) & causal_mask(T),
-        memory_mask=padding_mask(src, PAD),
+        tgt_mask=causal_mask(T),
+        tgt_key_padding_mask=tgt != PAD,
+        memory_key_padding_mask=src != PAD,
     )
     expected = theirs(
         x,
@@ -91,10 +92,10 @@ def test_need_weights_keeps_attention_weights_and_same_output():
     layer = DecoderLayer(C, H, D_FF).eval()
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
     src = _ids(S, 3)
-    fast = layer(x, memory, tgt_mask=causal_mask(T), memory_mask=padding_mask(src, PAD))
+    fast = layer(x, memory, tgt_mask=causal_mask(T), memory_key_padding_mask=src != PAD)
     assert layer.self_attn_weights is None and layer.cross_attn_weights is None
     layer.need_weights = True
-    slow = layer(x, memory, tgt_mask=causal_mask(T), memory_mask=padding_mask(src, PAD))
+    slow = layer(x, memory, tgt_mask=causal_mask(T), memory_key_padding_mask=src != PAD)
     torch.testing.assert_close(slow, fast, atol=1e-5, rtol=1e-5)
     assert layer.self_attn_weights.shape == (B, H, T, T)
     assert layer.cross_attn_weights.shape == (B, H, T, S)

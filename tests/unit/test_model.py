@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.kit import padded_ids, tiny_transformer
-from tinyformer import KVCache, TransformerConfig, causal_mask, padding_mask
+from tinyformer import KVCache, TransformerConfig, causal_mask
 
 B, T, S, C, H = 2, 5, 7, 16, 4
 PAD, BOS, EOS = 0, 1, 2
@@ -67,10 +67,14 @@ def test_xavier_uniform_initialisation():
 def test_forward_builds_padding_and_causal_masks():
     model = _model()
     src, tgt = _batch()
-    src_mask = padding_mask(src, PAD)
-    tgt_mask = padding_mask(tgt, PAD) & causal_mask(T)
-    memory = model.encode(src, src_mask)
-    expected = model.decode(tgt, memory, memory_mask=src_mask, tgt_mask=tgt_mask)
+    memory = model.encode(src, src_key_padding_mask=src != PAD)
+    expected = model.decode(
+        tgt,
+        memory,
+        memory_key_padding_mask=src != PAD,
+        tgt_key_padding_mask=tgt != PAD,
+        tgt_mask=causal_mask(T),
+    )
     torch.testing.assert_close(model(src, tgt), expected)
 
 
@@ -97,15 +101,21 @@ def test_cached_decoding_equals_full_decoding(norm_first):
     model = _model(norm_first)
     src, tgt = _batch()
     tgt[1, -2:] = 7  # 右侧不放填充，整段与逐步的掩码才完全一样
-    memory, memory_mask = model.encode(src), padding_mask(src, PAD)
-    full = model.decode(tgt, memory, memory_mask)
+    memory, not_pad = model.encode(src), src != PAD
+    full = model.decode(tgt, memory, memory_key_padding_mask=not_pad)
     cache = KVCache()
-    steps = [model.decode(tgt[:, t : t + 1], memory, memory_mask, cache=cache) for t in range(T)]
+    steps = [
+        model.decode(tgt[:, t : t + 1], memory, memory_key_padding_mask=not_pad, cache=cache)
+        for t in range(T)
+    ]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     # 先送入前 3 个，再逐个送入，结果也一样
     cache = KVCache()
-    first = model.decode(tgt[:, :3], memory, memory_mask, cache=cache)
-    rest = [model.decode(tgt[:, t : t + 1], memory, memory_mask, cache=cache) for t in (3, 4)]
+    first = model.decode(tgt[:, :3], memory, memory_key_padding_mask=not_pad, cache=cache)
+    rest = [
+        model.decode(tgt[:, t : t + 1], memory, memory_key_padding_mask=not_pad, cache=cache)
+        for t in (3, 4)
+    ]
     torch.testing.assert_close(torch.cat([first, *rest], dim=1), full, atol=1e-5, rtol=1e-5)
 
 
@@ -122,11 +132,13 @@ def test_cross_attention_weights_for_heatmaps():
 
 def _greedy(model, src, steps):
     """带缓存的贪心解码（测试用的最小版本）。"""
-    memory, memory_mask = model.encode(src), padding_mask(src, PAD)
+    memory, not_pad = model.encode(src), src != PAD
     cache = KVCache()
     ys = torch.full((src.shape[0], 1), BOS)
     for _ in range(steps):
-        logits = model.decode(ys[:, -1:], memory, memory_mask, cache=cache)  # (B, 1, V)
+        logits = model.decode(
+            ys[:, -1:], memory, memory_key_padding_mask=not_pad, cache=cache
+        )  # (B, 1, V)
         ys = torch.cat([ys, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
     return ys
 

@@ -120,7 +120,7 @@ def test_train_cli_prints_one_json_line_and_saves_a_loadable_checkpoint(tmp_path
     assert cli.translate_main(["--model", str(out), "我明天去北京。", "他爱我。"]) == 2
     captured = capsys.readouterr()
     assert len(captured.out.strip().splitlines()) == 1
-    assert "not in the source vocabulary: ['爱']" in captured.err
+    assert "有模型没学过的词 ['爱']" in captured.err
 
 
 def test_fit_translator_keeps_the_weights_it_reports():
