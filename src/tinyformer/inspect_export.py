@@ -34,7 +34,6 @@ from torch import Tensor, nn
 from ._checks import check_instance, check_positive_int
 from .atomic import atomic_write
 from .layers import EncoderLayer, recording_weights
-from .masks import padding_mask
 from .model import Transformer
 from .translator import Translator
 
@@ -125,11 +124,27 @@ class _Recorder:
         )
         return y
 
-    def attention(self, name: str, mha: nn.Module, query: Tensor, memory: Tensor | None, mask):
+    def attention(
+        self,
+        name: str,
+        mha: nn.Module,
+        query: Tensor,
+        memory: Tensor | None,
+        *,
+        key_padding_mask: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+    ):
         """一个注意力子层：Q、K、V 用包的投影算，权重和输出由 ``mha`` 自己的前向给出。"""
         key = query if memory is None else memory
         q, k, v = mha._project(query, key, key)  # (B, H, T, D), (B, H, S, D), (B, H, S, D)
-        y, weights = mha(query, key, key, mask, need_weights=True)  # (B, T, C), (B, H, T, S)
+        y, weights = mha(  # (B, T, C), (B, H, T, S)
+            query,
+            key,
+            key,
+            key_padding_mask=key_padding_mask,
+            attn_mask=attn_mask,
+            need_weights=True,
+        )
         self.stages.update(
             {f"{name}.q": q, f"{name}.k": k, f"{name}.v": v, f"{name}.weights": weights}
         )
@@ -188,11 +203,13 @@ class EncoderInspection(nn.Module):
 
     def forward(self, src: Tensor) -> tuple[Tensor, ...]:
         model, record = self.model, _Recorder()
-        mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
+        not_pad = src != model.config.pad_id  # (B, S)，True = 可以关注
         x = record.embed("encoder", model.src_embed, model.positional, src)  # (B, S, C)
         for i, layer in enumerate(model.encoder_layers):
             name = f"encoder.layers.{i}"
-            y = record.attention(f"{name}.self_attn", layer.self_attn, x, None, mask)
+            y = record.attention(
+                f"{name}.self_attn", layer.self_attn, x, None, key_padding_mask=not_pad
+            )
             record.stages[f"{name}.residual1"] = x = x + layer.dropout1(y)
             x = record.norm(f"{name}.norm1", layer.norm1, x)
             y = record.ffn(f"{name}.ffn", layer.ffn, x)
@@ -223,17 +240,19 @@ class DecoderInspection(nn.Module):
 
     def forward(self, tgt: Tensor, memory: Tensor, src: Tensor) -> tuple[Tensor, ...]:
         model, record = self.model, _Recorder()
-        memory_mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
+        not_pad = src != model.config.pad_id  # (B, S)，True = 可以关注
         # 因果掩码 mask[t, s] = (s <= t)，与 export.DecoderStepGraph 一样对图里的任意 T 成立
         positions = torch.arange(tgt.shape[1], device=tgt.device)  # (T,)
         tgt_mask = positions[None, :] <= positions[:, None]  # (T, T)
         x = record.embed("decoder", model.tgt_embed, model.positional, tgt)  # (B, T, C)
         for i, layer in enumerate(model.decoder_layers):
             name = f"decoder.layers.{i}"
-            y = record.attention(f"{name}.self_attn", layer.self_attn, x, None, tgt_mask)
+            y = record.attention(f"{name}.self_attn", layer.self_attn, x, None, attn_mask=tgt_mask)
             record.stages[f"{name}.residual1"] = x = x + layer.dropout1(y)
             x = record.norm(f"{name}.norm1", layer.norm1, x)
-            y = record.attention(f"{name}.cross_attn", layer.cross_attn, x, memory, memory_mask)
+            y = record.attention(
+                f"{name}.cross_attn", layer.cross_attn, x, memory, key_padding_mask=not_pad
+            )
             record.stages[f"{name}.residual2"] = x = x + layer.dropout2(y)
             x = record.norm(f"{name}.norm2", layer.norm2, x)
             y = record.ffn(f"{name}.ffn", layer.ffn, x)
