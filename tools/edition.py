@@ -455,15 +455,18 @@ class Converter:
                 cell.outputs = []
                 cell.execution_count = None
                 site_only = nbformat.v4.new_markdown_cell(
-                    "> 运行上面的单元格，它的控件或进度条显示在这里（需要运行中的 Python 内核）；"
-                    f"网页上这一格只列出代码，见{chapter.section_link()}。"
+                    id=f"{cell.id}-site",
+                    source="> 运行上面的单元格，它的控件或进度条显示在这里（需要运行中的 Python 内核）；"
+                    f"网页上这一格只列出代码，见{chapter.section_link()}。",
                 )
             figure = cell.metadata.get("mystnb", {}).get("figure", {})
             caption = None
             if figure.get("caption"):
                 number = next(figures)
                 text = self.inline(None, figure["caption"], chapter)
-                caption = nbformat.v4.new_markdown_cell(f"**图 {dotted(number)}**　{text}")
+                caption = nbformat.v4.new_markdown_cell(
+                    f"**图 {dotted(number)}**　{text}", id=f"{cell.id}-caption"
+                )
             target = solutions if in_solution else cells
             if in_solution:
                 cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
