@@ -24,7 +24,7 @@
 - 图的说明（网站上由单元格元数据 ``mystnb.figure.caption`` 排在图下）成为图下的一行“图 5.1　……”。
 - 只属于网站的东西换成一行说明和网站那一节的链接：``remove-output`` 单元格保存的输出（控件的
   ``interactive(...)`` 文字、停在 0 步的进度条；单元格本身留着，运行它就出现）、``{raw}`` 嵌入的网页
-  部件（第 8 章的浏览器内翻译器）、``<span class="site-weight">``（构建网站时才填写的称重）、
+  部件（第 8 章的浏览器内翻译器；它所在的整个单元格）、``<span class="site-weight">``（构建网站时才填写的称重）、
   只对网页读者说的提示框（``SITE_ONLY_ADMONITIONS``）。
 
 代码单元格与它们的输出原样复制（nbval 核对过的输出就是笔记本版的输出），Colab 安装单元格仍是第一个。
@@ -436,6 +436,10 @@ class Converter:
             if cell.cell_type == "markdown":
                 before = len(chapter.solutions)
                 text = self.markdown(cell.source, chapter).strip("\n")
+                if any(t.info.startswith("{raw}") for t in self.md.parse(cell.source)):
+                    # 嵌入网页部件的单元格（第 8 章的浏览器内翻译器和它上面写给网页读者的说明）：
+                    # 整格只属于网站，换成一行说明与链接
+                    text = self.directive("raw", "", "", chapter).strip("\n")
                 starts = len(chapter.solutions) > before
                 ends = "solution-end" in "".join(
                     t.info for t in self.md.parse(cell.source) if t.type == "fence"
