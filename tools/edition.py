@@ -142,6 +142,7 @@ class Site:
         self.secnumbers = env.toc_secnumbers
         self.fignumbers = env.toc_fignumbers
         self.doctrees = doctrees
+        self._sections: dict[str, list] = {}
         bib = pybtex_entries(ROOT / "references.bib")
         self.citations = {key: author_year(entry) for key, entry in bib.items()}
 
@@ -150,6 +151,11 @@ class Site:
 
     def sections(self, docname: str) -> list[tuple[tuple[int, ...] | None, list[str]]]:
         """本页的每一节（文档顺序）：(网站上的号或 None, 它的全部锚点)。"""
+        if docname not in self._sections:
+            self._sections[docname] = self._read_sections(docname)
+        return self._sections[docname]
+
+    def _read_sections(self, docname: str) -> list[tuple[tuple[int, ...] | None, list[str]]]:
         with (self.doctrees / f"{docname}.doctree").open("rb") as file:
             doctree = pickle.load(file)
         numbers = self.secnumbers.get(docname, {})
@@ -288,7 +294,10 @@ class Converter:
         if token.type == "math_block_label":
             number = self.site.number(chapter.docname, f"equation-{token.info}")
             if number is None:
-                raise ValueError(f"{chapter.docname}: 公式 {token.info} 在网站上没有号")
+                raise ValueError(
+                    f"equation label must be numbered on the site, got label={token.info!r} "
+                    f"in {chapter.docname}"
+                )
             return f"$$\n{token.content.strip()}\n\\tag{{{dotted(number)}}}\n$$\n"
         if token.type in ("colon_fence", "fence") and token.info.startswith("{"):
             name, _, argument = token.info[1:].partition("}")
@@ -352,7 +361,10 @@ class Converter:
                 "> 网页上这里嵌着一个只能在网站上运行的部件（HTML 与 JavaScript）："
                 f"{chapter.section_link()}。\n"
             )
-        raise ValueError(f"{chapter.docname}: 笔记本版不认识的 MyST 指令 {{{name}}}")
+        raise ValueError(
+            f"MyST directive must be one the edition converts (tools/edition.py), "
+            f"got directive={name!r} in {chapter.docname}"
+        )
 
     def literalinclude(self, argument: str, options: dict[str, str]) -> str:
         """网站上 ``literalinclude`` 显示的那段源码（用 Sphinx 自己的读取器取出）。"""
@@ -396,7 +408,10 @@ class Converter:
             docname, anchor, _ = site.label(label)
             number = site.number(docname, anchor)
             if number is None:
-                raise ValueError(f"{chapter.docname}: {label} 在网站上没有号")
+                raise ValueError(
+                    f"numref label must have a number on the site, got label={label!r} "
+                    f"in {chapter.docname}"
+                )
             text = title.replace("%s", dotted(number)) if title != label else dotted(number)
             return f"[{text}]({site.page(docname, anchor)})"
         if name == "eq":
@@ -422,7 +437,10 @@ class Converter:
         if name == "doc":
             title, target = split_role_target(content)
             return f"[{title}]({site.page('chapters/' + target)})"
-        raise ValueError(f"{chapter.docname}: 笔记本版不认识的 MyST 角色 {{{name}}}")
+        raise ValueError(
+            f"MyST role must be one the edition converts (tools/edition.py), "
+            f"got role={name!r} in {chapter.docname}"
+        )
 
     # ---- 笔记本
 

@@ -85,6 +85,19 @@ def test_edition_is_up_to_date(built_site):
     assert stale == [], f"edition/ 过期了：{stale}；运行 python3 tasks.py edition"
 
 
+def test_myst_the_edition_does_not_know_is_an_error_not_passed_through(built_site):
+    converter = edition.Converter(built_site)
+    chapter = edition.Chapter(built_site, "chapters/ch05_attention", [])
+    with pytest.raises(ValueError, match=r"got role='foo' in chapters/ch05_attention"):
+        converter.markdown("见 {foo}`x`。", chapter)
+    with pytest.raises(ValueError, match=r"got directive='bar'"):
+        converter.markdown(":::{bar}\n文字\n:::\n", chapter)
+    with pytest.raises(ValueError, match=r"label must be defined on the site, got label='nope'"):
+        converter.markdown("见 {numref}`%s 节 <nope>`。", chapter)
+    with pytest.raises(ValueError, match=r"标题比网站上的节多"):
+        converter.markdown("## 一节\n", chapter)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_commonmark_render_holds_no_myst(name):
     assert myst_items(ROOT / "chapters" / name) > 0  # 对照：网站的源文件里有，检查看得见它们
