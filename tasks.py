@@ -4,6 +4,7 @@
     python3 tasks.py test      建 .venv、安装 requirements.txt、ruff + 单元测试 + 各章 nbval（本机配置与两种强制的 CPU 配置）
     python3 tasks.py test -k attention   其余参数原样交给 pytest（只跑一遍，本机配置）
     python3 tasks.py execute [chapters/xx.ipynb ...]   改了代码后重新执行笔记本、保存输出
+    python3 tasks.py edition   由 chapters/ 与构建生成笔记本版 edition/、由 requirements.txt 生成 binder/requirements.txt
     python3 tasks.py pdf       全书 PDF（单页 HTML + 无头 chromium），写到 _build/pdf/ 和 _build/html/
     python3 tasks.py dev       另装开发工具：pre-commit、jupyterlab（README 里提到的）
     python3 tasks.py doors     慢测试：Binder 依赖解析、下限版本、模拟 Colab（pytest --slow）
@@ -90,12 +91,20 @@ def book() -> None:
     timed("网页脚本", PY, "-m", "tools.web_assets")
     strict = ("-W", "-n", "--keep-going")  # 警告即错误
     timed("构建", BIN / "jupyter-book", "build", ".", "--builder", "html", *strict)
+    # 笔记本版 edition/：章节号与锚点取自刚才的构建（tools/edition.py）
+    edition()
     # 全书 PDF：网页的下载菜单链接 _build/html/tinyformer.pdf。没有 chromium 时跳过（链接暂时无效）
     start = time.perf_counter()
     if subprocess.run([PY, "-m", "tools.book_pdf"], cwd=ROOT).returncode not in (0, 2):
         sys.exit("全书 PDF 没有生成")
     print(f"[用时] 全书 PDF：{time.perf_counter() - start:.0f} 秒", flush=True)
     print(f"\n书已构建：{ROOT / '_build' / 'html' / 'index.html'}")
+
+
+def edition() -> None:
+    """笔记本版 edition/（Colab、Binder、GitHub 打开的那一份）与 binder/requirements.txt。"""
+    timed("笔记本版", PY, "-m", "tools.edition")
+    run(PY, "-m", "tools.binder_requirements")
 
 
 def pdf() -> None:
@@ -152,7 +161,15 @@ def doors(*pytest_args: str) -> None:
     timed("慢测试", PY, "-m", "pytest", "--slow", "-m", "slow", "tests/", *pytest_args)
 
 
-COMMANDS = {"book": book, "test": test, "execute": execute, "pdf": pdf, "dev": dev, "doors": doors}
+COMMANDS = {
+    "book": book,
+    "test": test,
+    "execute": execute,
+    "edition": edition,
+    "pdf": pdf,
+    "dev": dev,
+    "doors": doors,
+}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:

@@ -103,4 +103,9 @@ def test_every_page_links_the_pdf(site):
     assert pages
     for page in pages:
         assert 'href="../tinyformer.pdf"' in page.read_text(encoding="utf-8"), page.name
-    assert (site / "tinyformer.pdf").read_bytes()[:5] == b"%PDF-"
+    pdf = site / "tinyformer.pdf"
+    if not pdf.exists():  # 没有 chromium 时 python3 tasks.py book 跳过了 PDF（并打印了原因）
+        skip_or_fail(
+            f"{pdf} 不存在（没有 chromium，构建跳过了全书 PDF）：链接已检查，它指向的文件没有检查"
+        )
+    assert pdf.read_bytes()[:5] == b"%PDF-"

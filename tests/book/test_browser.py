@@ -223,16 +223,17 @@ def test_chapter_page(visit, name):
     )
     assert broken == []
 
-    # 启动按钮指向本章的笔记本，仓库与分支取自 _config.yml（纯 Markdown 的附录页没有可运行的代码，没有启动按钮）
+    # 启动按钮指向本章的笔记本版 edition/（_ext/edition_links.py），仓库与分支取自 _config.yml
+    # （纯 Markdown 的附录页没有可运行的代码，没有启动按钮）
     if is_notebook(name):
         repo = urlparse(CONFIG["repository"]["url"]).path.strip("/")
         branch = CONFIG["repository"]["branch"]
         buttons = CONFIG["launch_buttons"]
         links = launch_links(page)
-        assert (
-            f"{buttons['binderhub_url']}/v2/gh/{repo}/{branch}?urlpath=tree/{name}.ipynb" in links
-        )
-        assert f"{buttons['colab_url']}/github/{repo}/blob/{branch}/{name}.ipynb" in links
+        notebook = f"edition/{name.split('/')[-1]}.ipynb"
+        binder = f"{buttons['binderhub_url']}/v2/gh/{repo}/{branch}?urlpath=lab/tree/{notebook}"
+        assert binder in links
+        assert f"{buttons['colab_url']}/github/{repo}/blob/{branch}/{notebook}" in links
 
     page.wait_for_load_state("networkidle")
     assert v.external == []

@@ -1,0 +1,331 @@
+"""笔记本版 edition/（tools/edition.py）与打开它的几扇门：启动按钮、Binder 的依赖。
+
+- edition/ 与 chapters/ 和网站的构建一致（过期时失败：python3 tasks.py edition 重新生成）；
+- 每个 Markdown 单元格按 CommonMark（markdown-it-py 的 commonmark 预设，GitHub、Colab、JupyterLab
+  遵循的语法）渲染之后，代码以外的文字里没有 MyST 语法；同一检查在 chapters/ 里找得到它们（对照）；
+- 每个链到网站的引用（“5.3 节”“第 4 章”“练习 5.1”“(4.2)”“定理 4.1”、术语、文献）指向网站上存在的
+  锚点，号与网站上那里显示的号相同；每个带号的标题与网站上的同一节同号；
+- 代码单元格与输出原样来自 chapters/（只属于网站的输出清空），Colab 安装单元格第一，解答在练习之后；
+- 网站每章的启动按钮（Colab、Binder、GitHub）打开 edition/ 里的同名笔记本，Binder 打开 JupyterLab；
+- binder/requirements.txt 由 requirements.txt 生成；各章代码 import 的每个第三方模块都由 Binder 装的包提供。
+
+要网站的构建（号取自它）：没有时跳过，CI 里失败。
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import json
+import re
+import sys
+import tomllib
+from functools import cache
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+from markdown_it import MarkdownIt
+
+from tests.kit import ROOT, SITE, skip_or_fail
+from tools import binder_requirements, edition
+
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+NAMES = edition.edition_notebooks()
+COMMONMARK = MarkdownIt("commonmark")
+# CommonMark 渲染后仍是 MyST 的写法（读者看到的是这些字面文字）
+MYST = {
+    "numref": re.compile(r"\{numref\}"),
+    "term": re.compile(r"\{term\}"),
+    "cite": re.compile(r"\{cite"),
+    "eq": re.compile(r"\{eq\}"),
+    "prf": re.compile(r"\{prf:"),
+    "ref/doc": re.compile(r"\{(?:ref|doc)\}"),
+    "colon fence": re.compile(r"(?m)^:::"),
+    "directive fence": re.compile(r"```\{"),
+    "option": re.compile(r"(?m)^:(?:label|class|name|pyobject):"),
+    "target": re.compile(r"(?m)^\(\w[\w-]*\)="),
+    "%s": re.compile(r"%s"),
+    "labelled $$": re.compile(r"\$\$ *\(\w[\w-]*\)"),
+}
+
+
+def visible_text(markdown: str) -> str:
+    """CommonMark 渲染后、代码块与行内代码以外的文字（读者当作正文读到的部分）。"""
+    html = COMMONMARK.render(markdown)
+    html = re.sub(r"<pre>.*?</pre>|<code>.*?</code>", "", html, flags=re.S)
+    return re.sub(r"<[^>]+>", "", html)
+
+
+def myst_items(path: Path) -> int:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    text = "\n".join(
+        visible_text("".join(c["source"])) for c in cells if c["cell_type"] == "markdown"
+    )
+    return sum(len(pattern.findall(text)) for pattern in MYST.values())
+
+
+def cells(folder: str, name: str) -> list[dict]:
+    return json.loads((ROOT / folder / name).read_text(encoding="utf-8"))["cells"]
+
+
+@pytest.fixture(scope="module")
+def built_site() -> edition.Site:
+    try:
+        return edition.Site()
+    except FileNotFoundError as err:
+        skip_or_fail(str(err))
+
+
+def test_edition_is_up_to_date(built_site):
+    assert sorted(p.name for p in (ROOT / "edition").glob("*.ipynb")) == sorted(NAMES)
+    stale = edition.stale(edition.build(built_site))
+    assert stale == [], f"edition/ 过期了：{stale}；运行 python3 tasks.py edition"
+
+
+def test_myst_the_edition_does_not_know_is_an_error_not_passed_through(built_site):
+    converter = edition.Converter(built_site)
+    chapter = edition.Chapter(built_site, "chapters/ch05_attention", [])
+    with pytest.raises(ValueError, match=r"got role='foo' in chapters/ch05_attention"):
+        converter.markdown("见 {foo}`x`。", chapter)
+    with pytest.raises(ValueError, match=r"got directive='bar'"):
+        converter.markdown(":::{bar}\n文字\n:::\n", chapter)
+    with pytest.raises(ValueError, match=r"label must be defined on the site, got label='nope'"):
+        converter.markdown("见 {numref}`%s 节 <nope>`。", chapter)
+    with pytest.raises(ValueError, match=r"标题比网站上的节多"):
+        converter.markdown("## 一节\n", chapter)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_commonmark_render_holds_no_myst(name):
+    assert myst_items(ROOT / "chapters" / name) > 0  # 对照：网站的源文件里有，检查看得见它们
+    for cell in cells("edition", name):
+        if cell["cell_type"] != "markdown":
+            continue
+        text = visible_text("".join(cell["source"]))
+        found = {kind: p.findall(text) for kind, p in MYST.items() if p.search(text)}
+        assert found == {}, (name, "".join(cell["source"])[:300])
+
+
+def test_the_check_sees_myst_the_way_a_reader_does():
+    assert myst_items_of("见 {numref}`%s 节 <ch05-qkv>`。") == 1  # 反引号里的部分显示成代码
+    assert myst_items_of("(ch05-qkv)=\n## 标题\n\n:::{note}\n:class: dropdown\n文字\n:::") == 4
+    assert myst_items_of("代码里的 `{numref}` 不算。\n\n```python\n:::\n```") == 0
+
+
+def myst_items_of(markdown: str) -> int:
+    text = visible_text(markdown)
+    return sum(len(p.findall(text)) for p in MYST.values())
+
+
+@cache
+def site_page(url: str) -> BeautifulSoup:
+    base = edition.site_url()
+    assert url.startswith(base), url
+    path = SITE / urlparse(url).path.removeprefix(urlparse(base).path)
+    assert path.exists(), f"网站上没有 {url}"
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def text_at(url: str) -> str:
+    """网站上链接 ``url`` 指向的地方的文字（锚点所在的元素；空的锚点 span 取它所在的节）。"""
+    page = site_page(url.split("#")[0])
+    anchor = urlparse(url).fragment
+    if not anchor:
+        return page.get_text(" ", strip=True)
+    element = page.find(id=anchor)
+    assert element is not None, f"网站上没有锚点 {url}"
+    if not element.get_text(strip=True):
+        element = element.parent
+    return element.get_text(" ", strip=True)
+
+
+NUMBERED_LINK = re.compile(
+    r"\[((?:第 \d+ 章)|(?:\d+\.\d+ 节)|(?:(?:练习|定理|命题|推论) \d+\.\d+)|(?:\(\d+\.\d+\)))\]\(([^)\s]+)\)"
+)
+SECTION_HEADING = re.compile(r"(?m)^#{1,2} (第 \d+ 章\u3000|\d+\.\d+ )")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_references_point_at_the_same_number_on_the_site(name, built_site, site):
+    markdown = "\n".join(
+        "".join(c["source"]) for c in cells("edition", name) if c["cell_type"] == "markdown"
+    )
+    base = edition.site_url()
+    for text, url in NUMBERED_LINK.findall(markdown):
+        if not url.startswith("https://"):  # 章节之间的相对链接 [第 3 章](ch03_….ipynb)
+            url = f"{base}chapters/{Path(url.split('#')[0]).stem}.html"
+        number = re.search(r"\d+(?:\.\d+)?", text).group()
+        shown = text_at(url)[:200]
+        assert (f"第 {number} 章" if "章" in text else number) in shown, (text, url, shown)
+    for url in re.findall(r"\]\((" + re.escape(base) + r"[^)\s]+)\)", markdown):
+        text_at(url)  # 每个链到网站的链接都有那一页、那个锚点（术语表、参考文献、节）
+    # 带号的标题：与网站上这一页的标题同号、同序
+    page = site_page(f"{base}chapters/{Path(name).stem}.html")
+    on_site = [
+        h.get_text(" ", strip=True).split("\u3000")[0].split(" ")[0:2]
+        for h in page.select("main h1, main h2")
+        if h.find(class_="section-number")
+    ]
+    ours = [m.strip().split(" ")[0:2] for m in SECTION_HEADING.findall(markdown)]
+    assert [o[0] for o in ours] == [s[0] for s in on_site], name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_code_and_outputs_come_from_the_chapter(name):
+    source = [c for c in cells("chapters", name) if c["cell_type"] == "code"]
+    ours = [c for c in cells("edition", name) if c["cell_type"] == "code"]
+    assert cells("edition", name)[0] == source[0]  # Colab 安装单元格第一，原样
+    assert sorted(c["source"] for c in ours) == sorted(c["source"] for c in source)
+    by_source = {json.dumps(c["source"]): c for c in source}
+    for cell in ours:
+        original = by_source[json.dumps(cell["source"])]
+        if "remove-output" in cell["metadata"].get("tags", []):
+            assert cell["outputs"] == []  # 网站上不显示、存着的是过时的控件文字：清空，运行时再出现
+        else:
+            assert cell["outputs"] == original["outputs"]
+
+
+# 只属于网站的输出与文字（remove-output 单元格存着的控件文字与进度条在上一个测试里清空）
+SITE_ONLY_TEXT = (
+    "（构建网站时填写）",
+    "正在加载模型",
+    "0/150 步",
+    "这个控件需要运行中的 Python 内核",
+)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_site_only_outputs_and_solutions(name):
+    text = json.dumps(cells("edition", name), ensure_ascii=False)
+    assert [t for t in SITE_ONLY_TEXT if t in text] == []
+    edition_cells = cells("edition", name)
+    exercises = [
+        i
+        for i, c in enumerate(edition_cells)
+        if c["cell_type"] == "markdown"
+        and re.search(r"\*\*练习 \d+\.\d+\*\*", "".join(c["source"]))
+    ]
+    for i, cell in enumerate(edition_cells):
+        hidden = cell["metadata"].get("jupyter", {}).get("source_hidden")
+        if cell["cell_type"] == "code" and hidden:
+            assert exercises and i > max(exercises), (name, i)  # 解答在全部练习之后，并且折叠
+            assert cell["metadata"]["jupyter"]["outputs_hidden"]
+
+
+def test_every_solution_is_folded_or_after_the_exercises():
+    folded = moved = 0
+    for name in NAMES:
+        for cell in cells("edition", name):
+            folded += "".join(cell["source"]).count("的解答（点击展开）</summary>")
+            moved += cell["metadata"].get("jupyter", {}).get("source_hidden", False)
+    source = "\n".join(
+        "".join(c["source"])
+        for name in NAMES
+        for c in cells("chapters", name)
+        if c["cell_type"] == "markdown"
+    )
+    assert folded == source.count("```{solution}")
+    assert moved >= source.count("```{solution-start}")
+
+
+# ---- 启动按钮
+
+
+def launch_urls(name: str) -> dict[str, str]:
+    repo = urlparse(CONFIG["repository"]["url"]).path.strip("/")
+    branch = CONFIG["repository"]["branch"]
+    buttons = CONFIG["launch_buttons"]
+    path = f"edition/{name}"
+    return {
+        "Colab": f"{buttons['colab_url']}/github/{repo}/blob/{branch}/{path}",
+        "Binder": f"{buttons['binderhub_url']}/v2/gh/{repo}/{branch}?urlpath=lab/tree/{path}",
+        "GitHub": f"https://github.com/{repo}/blob/{branch}/{path}",
+    }
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_launch_buttons_open_the_edition(name, site):
+    html = (site / "chapters" / name.replace(".ipynb", ".html")).read_text(encoding="utf-8")
+    hrefs = set(re.findall(r'href="([^"]+)"', html))
+    for door, url in launch_urls(name).items():
+        assert url in hrefs, (door, url)
+    external = [h for h in hrefs if h.startswith("https://")]
+    assert not [h for h in external if f"/chapters/{name}" in h], "启动链接仍指向网站的源文件"
+
+
+# ---- Binder
+
+
+def test_binder_requirements_are_generated_from_requirements():
+    text = (ROOT / "binder" / "requirements.txt").read_text(encoding="utf-8")
+    assert text == binder_requirements.generate(), "运行 python -m tools.binder_requirements"
+
+
+def binder_distributions() -> set[str]:
+    names = set()
+    for line in (ROOT / "binder" / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        name = binder_requirements.pin_name(line)
+        if name:
+            names.add(normalize(name))
+    return names
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def with_dependencies(names: set[str]) -> set[str]:
+    """``names`` 连同它们（在本机安装的版本里）递归需要的发行包：Binder 上 pip 会一并装上。"""
+    seen, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for requirement in requires:
+            if "extra ==" in requirement:
+                continue
+            todo.append(normalize(re.match(r"[A-Za-z0-9_.-]+", requirement).group()))
+    return seen
+
+
+def chapter_imports() -> set[str]:
+    modules = set()
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            for node in ast.walk(ast.parse("".join(cell["source"]))):
+                if isinstance(node, ast.Import):
+                    modules |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    modules.add(node.module.split(".")[0])
+    return {m for m in modules if m not in sys.stdlib_module_names}
+
+
+def test_binder_installs_every_module_the_chapters_import():
+    installed = with_dependencies(binder_distributions())
+    providers = importlib.metadata.packages_distributions()
+    modules = chapter_imports() - {"tinyformer"}  # 本包由 postBuild 安装
+    assert {"torch", "matplotlib", "ipywidgets"} <= modules
+    missing = {
+        m: providers.get(m)
+        for m in modules
+        if not {normalize(d) for d in providers.get(m, [m])} & installed
+    }
+    assert missing == {}, f"binder/requirements.txt 缺少：{missing}"
+
+
+def test_binder_installs_the_package_dependencies():
+    """postBuild 用 --no-deps 装本包，所以 pyproject.toml 的每个依赖都要在 binder/requirements.txt 里。"""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    needed = {normalize(re.match(r"[A-Za-z0-9_.-]+", d).group()) for d in project["dependencies"]}
+    assert needed - binder_distributions() == set()
+    assert "--no-deps" in (ROOT / "binder" / "postBuild").read_text(encoding="utf-8")

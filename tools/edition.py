@@ -1,0 +1,557 @@
+"""笔记本版（``edition/``）：在 Colab、Binder、JupyterLab 和 GitHub 上读、跑都对的各章笔记本。
+
+``chapters/`` 里的笔记本是网站的源文件，Markdown 是 MyST（``{numref}``、``{term}``、``:::{note}``……），
+只有 Sphinx 懂；在 Colab、GitHub、不带 jupyterlab-myst 的 JupyterLab 里它们原样显示成文字。这里从
+``chapters/`` 生成一份只用 CommonMark + ``$…$`` 公式（外加 ``<details>``、``<div>`` 这样的 HTML）
+的笔记本版，文件名与 ``chapters/`` 相同，提交在仓库里，网站的启动按钮（Colab、Binder、GitHub）打开它。
+
+    python -m tools.edition           写 edition/（构建网站之后运行：号和锚点取自构建）
+    python -m tools.edition --check   edition/ 与 chapters/ 不一致时以非零码退出
+
+**怎样转换。** 每个 Markdown 单元格用 myst-parser 自己的 markdown-it 解析器（同样的插件和
+``_config.yml`` 里同样的扩展）切成块；块的源文字原样保留，只有解析器认出的 MyST 结构被换掉：
+
+- 章节号、图号、公式号、练习号、定理号取自网站的构建（``_build/.doctrees`` 里 Sphinx 的环境与
+  各页的文档树），所以与网站上显示的完全一致：标题写成“第 5 章　注意力机制”“5.3 查询、键、值……”；
+  ``{numref}`` 写成链到网站那一节的“5.3 节”“第 4 章”“练习 5.1”；``{eq}`` 写成“(4.1)”，带标签的
+  公式里加 ``\\tag{4.1}``；``{prf:ref}`` 写成“定理 4.1”；``(标签)=`` 行删掉。
+- ``{term}`` 链到网站术语表里的那一条，``{cite:p}`` 写成链到参考文献页的“(Vaswani et al., 2017)”
+  （标签与网站同一写法，``_ext/bib_labels.py``）。
+- 提示框、定理、证明、练习写成带粗体标题的 Markdown（提示框包在 ``<div>`` 里），可折叠的“包里的实现”
+  写成 ``<details>``，里面是网站上 ``literalinclude`` 显示的同一段源码（Sphinx 自己的读取器取出）。
+- 解答：文字的解答折进 ``<details>``；代码的解答单元格挪到全部练习之后，前面一行“练习 5.1 的解答”，
+  单元格在 JupyterLab 里折叠（``metadata.jupyter.source_hidden``/``outputs_hidden``）。
+- 图的说明（网站上由单元格元数据 ``mystnb.figure.caption`` 排在图下）成为图下的一行“图 5.1　……”。
+- 只属于网站的东西换成一行说明和网站那一节的链接：``remove-output`` 单元格保存的输出（控件的
+  ``interactive(...)`` 文字、停在 0 步的进度条；单元格本身留着，运行它就出现）、``{raw}`` 嵌入的网页
+  部件（第 8 章的浏览器内翻译器；它所在的整个单元格）、``<span class="site-weight">``（构建网站时才填写的称重）、
+  只对网页读者说的提示框（``SITE_ONLY_ADMONITIONS``）。
+
+代码单元格与它们的输出原样复制（nbval 核对过的输出就是笔记本版的输出），Colab 安装单元格仍是第一个。
+附录里的术语表、符号表、参考文献是 Markdown 页面，不复制：笔记本版链到网站上的它们。
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import pickle
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import yaml
+from docutils import nodes
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
+from sphinx.directives.code import LiteralIncludeReader
+
+from _ext.bib_labels import author_year
+from _ext.chapter_numbers import number_text
+from tinyformer.atomic import atomic_write
+from tools.colab_setup import repository
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = ROOT / "chapters"
+EDITION = ROOT / "edition"
+DOCTREES = ROOT / "_build" / ".doctrees"
+
+# 网站上提示框的标题（sphinx 的 zh_CN 译文）
+ADMONITION_TITLES = {
+    "note": "备注",
+    "warning": "警告",
+    "tip": "小技巧",
+    "hint": "提示",
+    "important": "重要",
+    "caution": "小心",
+    "attention": "注意",
+    "danger": "危险",
+    "error": "错误",
+    "seealso": "参见",
+}
+# sphinx-proof 的块在网站上的名字（它的 zh_CN 译文）
+PROOF_NAMES = {
+    "theorem": "定理",
+    "proposition": "命题",
+    "corollary": "推论",
+    "lemma": "引理",
+    "definition": "定义",
+}
+# 只对网页读者说的话：笔记本里本来就有内核，这些提示框不复制
+SITE_ONLY_ADMONITIONS = {"这个控件需要运行中的 Python 内核"}
+
+
+def site_url() -> str:
+    """网站地址：由 ``_config.yml`` 的仓库地址得出 GitHub Pages 的地址（仓库地址只写在那里）。"""
+    url, _ = repository()
+    owner, name = url.removeprefix("https://github.com/").split("/")[:2]
+    return f"https://{owner.lower()}.github.io/{name}/"
+
+
+def toc_docnames() -> list[str]:
+    """``_toc.yml`` 里的全部文档，按目录的顺序（``chapters/ch00_preface`` ……）。"""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    names = [toc["root"]]
+    for part in toc.get("parts", []):
+        names += [entry["file"] for entry in part["chapters"]]
+    return names
+
+
+def edition_notebooks() -> list[str]:
+    """笔记本版包含的文件名：目录里的每个 .ipynb（.md 的附录链到网站）。"""
+    return [
+        Path(name).name + ".ipynb" for name in toc_docnames() if (ROOT / (name + ".ipynb")).exists()
+    ]
+
+
+def myst_parser() -> MarkdownIt:
+    """网站用的同一个 MyST 解析器：``_config.yml`` 里的扩展与设置。"""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    extensions = set(config["parse"]["myst_enable_extensions"])
+    double_inline = config["sphinx"]["config"].get("myst_dmath_double_inline", False)
+    settings = MdParserConfig(enable_extensions=extensions, dmath_double_inline=double_inline)
+    return create_md_parser(settings, RendererHTML)
+
+
+COMMONMARK = MarkdownIt("commonmark")
+
+
+class Site:
+    """网站构建留下的号与锚点：Sphinx 的环境（``environment.pickle``）与各页的文档树。"""
+
+    def __init__(self, doctrees: Path = DOCTREES):
+        pickled = doctrees / "environment.pickle"
+        if not pickled.exists():
+            raise FileNotFoundError(
+                f"没有网站的构建（{pickled} 不存在）：笔记本版的章节号取自构建，"
+                "先运行 python3 tasks.py book"
+            )
+        with pickled.open("rb") as file:
+            env = pickle.load(file)
+        self.url = site_url()
+        self.labels = env.domaindata["std"]["labels"]  # 标签 -> (文档, 锚点, 标题)
+        self.terms = {
+            term: target
+            for (kind, term), target in env.domaindata["std"]["objects"].items()
+            if kind == "term"
+        }
+        self.secnumbers = env.toc_secnumbers
+        self.fignumbers = env.toc_fignumbers
+        self.doctrees = doctrees
+        self._sections: dict[str, list] = {}
+        bib = pybtex_entries(ROOT / "references.bib")
+        self.citations = {key: author_year(entry) for key, entry in bib.items()}
+
+    def page(self, docname: str, anchor: str = "") -> str:
+        return f"{self.url}{docname}.html" + (f"#{anchor}" if anchor else "")
+
+    def sections(self, docname: str) -> list[tuple[tuple[int, ...] | None, list[str]]]:
+        """本页的每一节（文档顺序）：(网站上的号或 None, 它的全部锚点)。"""
+        if docname not in self._sections:
+            self._sections[docname] = self._read_sections(docname)
+        return self._sections[docname]
+
+    def _read_sections(self, docname: str) -> list[tuple[tuple[int, ...] | None, list[str]]]:
+        with (self.doctrees / f"{docname}.doctree").open("rb") as file:
+            doctree = pickle.load(file)
+        numbers = self.secnumbers.get(docname, {})
+        found = []
+        for section in doctree.findall(nodes.section):
+            if not section.children or not isinstance(section[0], nodes.title):
+                continue  # sphinx-exercise 的练习、解答内部的节：没有标题，不是 Markdown 的标题
+            anchor = section["ids"][0]
+            top = section.parent is doctree
+            found.append((numbers.get("" if top else f"#{anchor}"), section["ids"]))
+        return found
+
+    def number(self, docname: str, anchor: str) -> tuple[int, ...] | None:
+        """图、公式、练习、定理或节的号（网站上显示的那个）。"""
+        for ids in self.fignumbers.get(docname, {}).values():
+            if anchor in ids:
+                return ids[anchor]
+        numbers = self.secnumbers.get(docname, {})
+        if f"#{anchor}" in numbers:
+            return numbers[f"#{anchor}"]
+        for number, anchors in self.sections(docname):
+            if anchor in anchors:
+                return number
+        return None
+
+    def numbered(self, anchor: str) -> tuple[str, str, tuple[int, ...]]:
+        """按锚点找图、公式、定理……：(文档, 种类, 号)。"""
+        for docname, figtypes in self.fignumbers.items():
+            for kind, ids in figtypes.items():
+                if anchor in ids:
+                    return docname, kind, ids[anchor]
+        raise ValueError(f"anchor must be numbered on the site, got anchor={anchor!r}")
+
+    def figure_numbers(self, docname: str) -> list[tuple[int, ...]]:
+        ids = self.fignumbers.get(docname, {}).get("figure", {})
+        return sorted(ids.values())
+
+    def label(self, label: str) -> tuple[str, str, str]:
+        if label not in self.labels:
+            raise ValueError(f"label must be defined on the site, got label={label!r}")
+        return self.labels[label]
+
+
+def pybtex_entries(path: Path):
+    from pybtex.database import parse_file
+
+    return parse_file(str(path)).entries
+
+
+def dotted(numbers: tuple[int, ...]) -> str:
+    return ".".join(map(str, numbers))
+
+
+def split_role_target(text: str) -> tuple[str, str]:
+    """MyST 角色的“显示文字 <目标>”写法：返回 (文字, 目标)；没有 <目标> 时两者相同。"""
+    text = text.strip()
+    if text.endswith(">") and "<" in text:
+        title, target = text[:-1].rsplit("<", 1)
+        return title.strip(), target.strip()
+    return text, text
+
+
+def split_options(body: str) -> tuple[dict[str, str], str]:
+    """指令正文开头的 ``:键: 值`` 行（MyST 的选项写法）与其余的正文。"""
+    options: dict[str, str] = {}
+    lines = body.splitlines(keepends=True)
+    while lines and lines[0].startswith(":") and lines[0].count(":") >= 2:
+        key, _, value = lines.pop(0)[1:].partition(":")
+        options[key.strip()] = value.strip()
+    return options, "".join(lines).strip("\n")
+
+
+@dataclass
+class Chapter:
+    """转换一章时的上下文：它在网站上的号、锚点，以及读到哪一节了。"""
+
+    site: Site
+    docname: str
+    sections: list[tuple[tuple[int, ...] | None, list[str]]]
+    anchor: str = ""  # 当前所在的节在网站上的锚点
+    headings_seen: int = 0
+    solutions: list[str] = field(default_factory=list)
+
+    def heading(self) -> tuple[int, ...] | None:
+        if self.headings_seen >= len(self.sections):
+            raise ValueError(
+                f"{self.docname}: 笔记本里的标题比网站上的节多，网站的构建过期了？"
+                "（先运行 python3 tasks.py book）"
+            )
+        number, anchors = self.sections[self.headings_seen]
+        self.anchor = anchors[0]
+        self.headings_seen += 1
+        return number
+
+    def here(self) -> str:
+        return self.site.page(self.docname, self.anchor)
+
+    def section_link(self) -> str:
+        number = self.site.number(self.docname, self.anchor) if self.anchor else None
+        if number and len(number) > 1:
+            return f"[网站上的 {dotted(number)} 节]({self.here()})"
+        return f"[网站上的这一页]({self.here()})"
+
+
+class Converter:
+    def __init__(self, site: Site):
+        self.site = site
+        self.md = myst_parser()
+
+    # ---- 块
+
+    def markdown(self, text: str, chapter: Chapter) -> str:
+        tokens = self.md.parse(text)
+        lines = text.splitlines(keepends=True)
+        out, pos, i = [], 0, 0
+        while i < len(tokens):
+            token = tokens[i]
+            j = i
+            if token.nesting == 1:  # 找到与它配对的结束记号
+                depth = 0
+                for j in range(i, len(tokens)):
+                    depth += tokens[j].nesting
+                    if depth == 0:
+                        break
+            start, end = token.map
+            out.append("".join(lines[pos:start]))
+            source = "".join(lines[start:end])
+            out.append(self.block(token, tokens[i : j + 1], source, chapter))
+            pos, i = end, j + 1
+        out.append("".join(lines[pos:]))
+        return "".join(out)
+
+    def block(self, token, group, source: str, chapter: Chapter) -> str:
+        if token.type == "myst_target":
+            return ""  # (标签)= 行：网站上的锚点，笔记本里用不上
+        if token.type == "math_block_label":
+            number = self.site.number(chapter.docname, f"equation-{token.info}")
+            if number is None:
+                raise ValueError(
+                    f"equation label must be numbered on the site, got label={token.info!r} "
+                    f"in {chapter.docname}"
+                )
+            return f"$$\n{token.content.strip()}\n\\tag{{{dotted(number)}}}\n$$\n"
+        if token.type in ("colon_fence", "fence") and token.info.startswith("{"):
+            name, _, argument = token.info[1:].partition("}")
+            return self.directive(name, argument.strip(), token.content, chapter)
+        text = self.inline(group, source, chapter)
+        if token.type == "heading_open":
+            number = chapter.heading()
+            if number:
+                title = text[len(token.markup) :].lstrip()
+                return f"{token.markup} {number_text(number)}{title}"
+        return text
+
+    def lead(self, title: str, inner: str) -> str:
+        """粗体的块标题接在第一段前面；块以公式、列表等开头时标题自成一段。"""
+        first = self.md.parse(inner)[:1]
+        joiner = "　" if first and first[0].type == "paragraph_open" else "\n\n"
+        return f"{title}{joiner}{inner}\n"
+
+    def directive(self, name: str, argument: str, body: str, chapter: Chapter) -> str:
+        options, content = split_options(body)
+        if name in ADMONITION_TITLES or name == "admonition":
+            title = argument if name == "admonition" else ADMONITION_TITLES[name]
+            if title in SITE_ONLY_ADMONITIONS:
+                return ""
+            inner = self.markdown(content, chapter).strip("\n")
+            title_html = self.inline_html(title, chapter)
+            if "dropdown" in options.get("class", ""):
+                return f"<details>\n<summary>{title_html}</summary>\n\n{inner}\n\n</details>\n"
+            kind = "warning" if name in ("warning", "caution", "danger", "error") else "info"
+            return (
+                f'<div class="alert alert-block alert-{kind}">\n\n'
+                f"**{title_html}**\n\n{inner}\n\n</div>\n"
+            )
+        if name.startswith("prf:"):
+            kind = name.removeprefix("prf:")
+            inner = self.markdown(content, chapter).strip("\n")
+            if kind == "proof":
+                return self.lead("**证明**", f"{inner}　∎")
+            number = self.site.number(chapter.docname, options["label"])
+            title = f"（{self.inline(None, argument, chapter)}）" if argument else ""
+            return self.lead(f"**{PROOF_NAMES[kind]} {dotted(number)}**{title}", inner)
+        if name == "exercise":
+            number = self.site.number(chapter.docname, options["label"])
+            inner = self.markdown(content, chapter).strip("\n")
+            return self.lead(f"**练习 {dotted(number)}**", inner)
+        if name == "solution":
+            number = self.site.number(chapter.docname, argument)
+            inner = self.markdown(content, chapter).strip("\n")
+            summary = f"练习 {dotted(number)} 的解答（点击展开）"
+            return f"<details>\n<summary>{summary}</summary>\n\n{inner}\n\n</details>\n"
+        if name == "solution-start":
+            number = self.site.number(chapter.docname, argument)
+            chapter.solutions.append(argument)
+            return f"**练习 {dotted(number)} 的解答**（下面折叠的单元格，点击展开）\n"
+        if name == "solution-end":
+            return ""
+        if name == "literalinclude":
+            return self.literalinclude(argument, options)
+        if name == "raw":
+            return (
+                "> 网页上这里嵌着一个只能在网站上运行的部件（HTML 与 JavaScript）："
+                f"{chapter.section_link()}。\n"
+            )
+        raise ValueError(
+            f"MyST directive must be one the edition converts (tools/edition.py), "
+            f"got directive={name!r} in {chapter.docname}"
+        )
+
+    def literalinclude(self, argument: str, options: dict[str, str]) -> str:
+        """网站上 ``literalinclude`` 显示的那段源码（用 Sphinx 自己的读取器取出）。"""
+        path = (CHAPTERS / argument).resolve()
+        config = SimpleNamespace(source_encoding="utf-8-sig")
+        code, _ = LiteralIncludeReader(str(path), options, config).read()
+        language = options.get("language", "python")
+        return f"```{language}\n{code.rstrip()}\n```\n"
+
+    # ---- 行内
+
+    def inline(self, group, source: str, chapter: Chapter) -> str:
+        """把块里解析器认出的 MyST 角色换成 CommonMark（按出现的顺序在源文字里逐个替换）。"""
+        if group is None:
+            group = self.md.parse(source)
+        out, cursor = [], 0
+        for child in (c for t in group if t.children for c in t.children):
+            if child.type == "myst_role":
+                original = f"{{{child.meta['name']}}}`{child.content}`"
+                replacement = self.role(child.meta["name"], child.content, chapter)
+            elif child.type == "html_inline" and 'class="site-weight"' in child.content:
+                end = source.index("</span>", cursor) + len("</span>")
+                start = source.index(child.content, cursor)
+                original = source[start:end]
+                replacement = f"（构建网站时称出，见{chapter.section_link()}）"
+            else:
+                continue
+            start = source.index(original, cursor)
+            out += [source[cursor:start], replacement]
+            cursor = start + len(original)
+        out.append(source[cursor:])
+        return "".join(out)
+
+    def inline_html(self, text: str, chapter: Chapter) -> str:
+        return COMMONMARK.renderInline(self.inline(None, text, chapter))
+
+    def role(self, name: str, content: str, chapter: Chapter) -> str:
+        site = self.site
+        if name == "numref":
+            title, label = split_role_target(content)
+            docname, anchor, _ = site.label(label)
+            number = site.number(docname, anchor)
+            if number is None:
+                raise ValueError(
+                    f"numref label must have a number on the site, got label={label!r} "
+                    f"in {chapter.docname}"
+                )
+            text = title.replace("%s", dotted(number)) if title != label else dotted(number)
+            return f"[{text}]({site.page(docname, anchor)})"
+        if name == "eq":
+            docname, _, number = site.numbered(f"equation-{content}")
+            return f"[({dotted(number)})]({site.page(docname, 'equation-' + content)})"
+        if name == "prf:ref":
+            docname, kind, number = site.numbered(content)
+            text = f"{PROOF_NAMES[kind]} {dotted(number)}"
+            return f"[{text}]({site.page(docname, content)})"
+        if name == "term":
+            title, term = split_role_target(content)
+            docname, anchor = site.terms[term]
+            return f"[{title}]({site.page(docname, anchor)})"
+        if name in ("cite:p", "cite"):
+            page = site.page("chapters/appendix_references")
+            cited = [f"[{site.citations[key.strip()]}]({page})" for key in content.split(",")]
+            return f"({'; '.join(cited)})"
+        if name == "ref":
+            title, label = split_role_target(content)
+            docname, anchor, section_title = site.label(label)
+            text = section_title if title == label else title
+            return f"[{text}]({site.page(docname, anchor)})"
+        if name == "doc":
+            title, target = split_role_target(content)
+            return f"[{title}]({site.page('chapters/' + target)})"
+        raise ValueError(
+            f"MyST role must be one the edition converts (tools/edition.py), "
+            f"got role={name!r} in {chapter.docname}"
+        )
+
+    # ---- 笔记本
+
+    def notebook(self, path: Path):
+        nb = nbformat.read(path, as_version=4)
+        docname = f"chapters/{path.stem}"
+        chapter = Chapter(self.site, docname, self.site.sections(docname))
+        figures = iter(self.site.figure_numbers(docname))
+        cells, solutions, in_solution = [], [], False
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                before = len(chapter.solutions)
+                text = self.markdown(cell.source, chapter).strip("\n")
+                if any(t.info.startswith("{raw}") for t in self.md.parse(cell.source)):
+                    # 嵌入网页部件的单元格（第 8 章的浏览器内翻译器和它上面写给网页读者的说明）：
+                    # 整格只属于网站，换成一行说明与链接
+                    text = self.directive("raw", "", "", chapter).strip("\n")
+                starts = len(chapter.solutions) > before
+                ends = "solution-end" in "".join(
+                    t.info for t in self.md.parse(cell.source) if t.type == "fence"
+                )
+                if starts:
+                    in_solution = True
+                if text:
+                    new = nbformat.v4.new_markdown_cell(text, id=cell.get("id"))
+                    (solutions if in_solution else cells).append(new)
+                if ends:
+                    in_solution = False
+                continue
+            cell = copy.deepcopy(cell)
+            tags = cell.metadata.get("tags", [])
+            site_only = None
+            if "remove-output" in tags and cell.outputs:
+                cell.outputs = []
+                cell.execution_count = None
+                site_only = nbformat.v4.new_markdown_cell(
+                    id=f"{cell.id}-site",
+                    source="> 运行上面的单元格，它的控件或进度条显示在这里（需要运行中的 Python 内核）；"
+                    f"网页上这一格只列出代码，见{chapter.section_link()}。",
+                )
+            figure = cell.metadata.get("mystnb", {}).get("figure", {})
+            caption = None
+            if figure.get("caption"):
+                number = next(figures)
+                text = self.inline(None, figure["caption"], chapter)
+                caption = nbformat.v4.new_markdown_cell(
+                    f"**图 {dotted(number)}**　{text}", id=f"{cell.id}-caption"
+                )
+            target = solutions if in_solution else cells
+            if in_solution:
+                cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+            target += [c for c in (cell, site_only, caption) if c is not None]
+        if in_solution:
+            raise ValueError(f"{docname}: solution-start 没有对应的 solution-end")
+        if chapter.headings_seen != len(chapter.sections):
+            raise ValueError(
+                f"{docname}: 笔记本里有 {chapter.headings_seen} 个标题，网站上有 "
+                f"{len(chapter.sections)} 节：网站的构建过期了？（先运行 python3 tasks.py book）"
+            )
+        nb.cells = cells + solutions
+        return nb
+
+
+def build(site: Site | None = None) -> dict[str, str]:
+    """笔记本版的全部文件：{文件名: 内容}。"""
+    converter = Converter(site or Site())
+    return {
+        name: nbformat.writes(converter.notebook(CHAPTERS / name)) + "\n"
+        for name in edition_notebooks()
+    }
+
+
+def stale(files: dict[str, str]) -> list[str]:
+    """与 ``files`` 不一致的 edition/ 文件（缺的、内容不同的、多余的）。"""
+    on_disk = {p.name for p in EDITION.glob("*.ipynb")}
+    wrong = [
+        name
+        for name, text in files.items()
+        if not (EDITION / name).exists() or (EDITION / name).read_text("utf-8") != text
+    ]
+    return sorted(wrong + sorted(on_disk - set(files)))
+
+
+def write(files: dict[str, str]) -> None:
+    EDITION.mkdir(exist_ok=True)
+    for name, text in files.items():
+        with atomic_write(EDITION / name) as file:
+            file.write(text.encode("utf-8"))
+    for extra in {p.name for p in EDITION.glob("*.ipynb")} - set(files):
+        (EDITION / extra).unlink()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="只检查 edition/ 是否过期")
+    args = parser.parse_args(argv)
+    files = build()
+    if args.check:
+        wrong = stale(files)
+        if wrong:
+            print(
+                f"edition/ 过期了：{', '.join(wrong)}；运行 python -m tools.edition",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"edition/ 与 chapters/ 一致（{len(files)} 个笔记本）")
+        return 0
+    write(files)
+    print(f"已写 {len(files)} 个笔记本到 {EDITION.relative_to(ROOT)}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
