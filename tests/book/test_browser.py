@@ -605,12 +605,31 @@ def test_live_translator_translates_like_the_cli(visit, shipped_translator):
         assert line == f"{sentence}  →  {expected}"
         assert cells == len(src_tokens) * len(tgt_tokens)  # 热力图：T × S 个格子
 
-    # 不认识的词：与命令行同样的消息（命令行在前面加“错误：”，控件与网页加“无法翻译：”），不画图
+    # 不认识的词：与命令行逐字相同的中文消息（命令行在前面加“错误：”），不画图
+    from tinyformer import cli
+    from tinyformer.corpus import OUT_OF_GRAMMAR
+
     sentence = "我明天在广州看小说。"
     with pytest.raises(ValueError) as info:
         shipped_translator.translate(sentence)
     line, translation, cells = live_translate(page, sentence)
-    assert (line, translation, cells) == (f"无法翻译：{info.value}", None, 0)
+    assert (line, translation, cells) == (cli.cannot_translate(sentence, info.value), None, 0)
+
+    # issue 26：句型不在训练语料里时照样给出译文，下面一行说明它不可信
+    sentence = "他昨天没在商店买衣服吗？"
+    line, translation, cells = live_translate(page, sentence)
+    assert translation == shipped_translator.translate(sentence)
+    assert line == f"{sentence}  →  {translation}\n{OUT_OF_GRAMMAR}"
+    assert page.locator(LIVE).get_attribute("data-in-grammar") == "false"
+
+    # issue 26：超过模型位置数的输入给出中文消息，页面上不留上一句的译文和热力图
+    assert live_translate(page, "我明天去北京。")[1] == "I will go to Beijing tomorrow."
+    sentence = "我明天去北京。" * 20  # 100 个词 > max_len
+    with pytest.raises(ValueError) as info:
+        shipped_translator.translate(sentence)
+    line, translation, cells = live_translate(page, sentence)
+    assert (line, translation, cells) == (cli.cannot_translate(sentence, info.value), None, 0)
+    assert "I will go" not in page.inner_text(LIVE)
 
     page.locator(f"{LIVE} input").fill("她明天在家写作业吗？")
     page.locator(f"{LIVE} button").click()
