@@ -33,10 +33,13 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import importlib.util
 import io
 import json
 import math
 import operator
+import subprocess
+import sys
 from html import escape
 from pathlib import Path
 
@@ -800,23 +803,29 @@ PICTURE_NOTE = (
 def _picture(spec: dict) -> bytes | None:
     """图在默认控件取值下的 PNG（vl-convert，不用浏览器）；没装 ``vl-convert-python`` 时返回 None。
 
-    中文用随包发布的 Noto Sans SC 子集（``fonts/``，规格里的字体列表排在第一）。图是 256 色的调色板
-    PNG：每张 10–35 KB，而 vl-convert 直接给的真彩 PNG 是它的 7 倍。vl-convert 与 Pillow 都不用
-    torch，同一版本在任何 CPU、任何线程数上逐字节相同。
+    vl-convert 在一个子进程里画：它带着一整个 JavaScript 引擎（V8），在内核里加载会让每一章的峰值
+    内存多出约 180 MB 并一直占着（附录“执行统计”，本书要求每章 ≤ 800 MB）。中文用随包发布的
+    Noto Sans SC 子集（``fonts/``，规格里的字体列表排在第一）。图存成 256 色的调色板 PNG：每张
+    11–35 KB，而 vl-convert 直接给的真彩 PNG 是它的 7 倍。vl-convert 与 Pillow 都不用 torch，同一
+    版本在任何 CPU、任何线程数上逐字节相同。
     """
-    try:
-        import vl_convert
-    except ImportError:
+    if importlib.util.find_spec("vl_convert") is None:
         return None
     from PIL import Image
 
-    _register_fonts(vl_convert)
-    png = vl_convert.vegalite_to_png(
-        spec,
-        vl_version=".".join(alt.VEGALITE_VERSION.split(".")[:2]),
-        scale=PICTURE_SCALE,
-        config={"background": "white"},  # 透明底在深色主题里看不见黑字
-    )
+    png = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _DRAW,
+            str(Path(__file__).with_name("fonts")),
+            ".".join(alt.VEGALITE_VERSION.split(".")[:2]),
+            str(PICTURE_SCALE),
+        ],
+        input=json.dumps(spec).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
     image = Image.open(io.BytesIO(png)).convert("RGB")
     image = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     buffer = io.BytesIO()
@@ -824,9 +833,18 @@ def _picture(spec: dict) -> bytes | None:
     return buffer.getvalue()
 
 
-@functools.cache
-def _register_fonts(vl_convert) -> None:
-    vl_convert.register_font_directory(str(Path(__file__).with_name("fonts")))
+# 子进程里运行的程序：参数是字体目录、Vega-Lite 版本、放大倍数；规格从 stdin 读，PNG 写到 stdout
+_DRAW = """
+import json, sys
+import vl_convert
+fonts, version, scale = sys.argv[1:]
+vl_convert.register_font_directory(fonts)
+png = vl_convert.vegalite_to_png(
+    json.load(sys.stdin), vl_version=version, scale=float(scale),
+    config={"background": "white"},  # 透明底在深色主题里看不见黑字
+)
+sys.stdout.buffer.write(png)
+"""
 
 
 def _picture_html(png: bytes, title: str) -> str:
