@@ -228,8 +228,12 @@ def wait_for_notebook(page, cells: int, kernel: bool = True) -> None:
             if (!panel || !panel.content || !panel.sessionContext) return false;
             const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
             const shown = panel.node.querySelectorAll('.jp-Cell').length;
-            return shown === cells && (!needKernel || (kernel && kernel.status === 'idle'))
-                && !panel.node.querySelector('.jp-MarkdownCell:not(.jp-mod-rendered)');
+            // Markdown 渲染是异步的：每个不空的 Markdown 单元格都已渲染出元素（空的代码块也是一个元素）
+            const rendered = panel.content.widgets
+                .filter(w => w.model.type === 'markdown' && w.model.sharedModel.getSource().trim())
+                .every(w => (w.node.querySelector('.jp-RenderedMarkdown') || {}).childElementCount);
+            return shown === cells && rendered
+                && (!needKernel || (kernel && kernel.status === 'idle'));
         }""",
         arg=[cells, kernel],
         timeout=60_000,
