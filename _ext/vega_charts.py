@@ -41,8 +41,10 @@ document.addEventListener("DOMContentLoaded", () => {
 class VegaLiteRenderer:
     """myst-nb 的 MIME 渲染插件：Vega-Lite 规格 → 一个待画的 div（见模块说明）。"""
 
-    # 网页（html 构建器）上 Vega-Lite 优先于 text/html（myst-nb 默认给 text/html 的优先级是 30）
-    mime_priority_overrides = [("html", MIME_TYPE, 5)]
+    # 网页（html 构建器）与全书 PDF 的单页 HTML（singlehtml）上 Vega-Lite 优先于 text/html（myst-nb
+    # 默认给 text/html 的优先级是 30）：text/html 从 jsDelivr 加载脚本，打印 PDF 时不联网，只会画出
+    # “Error loading script”
+    mime_priority_overrides = [("html", MIME_TYPE, 5), ("singlehtml", MIME_TYPE, 5)]
 
     @staticmethod
     def handle_mime(renderer, data, inline):

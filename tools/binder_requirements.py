@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "requirements.txt"
 TARGET = ROOT / "binder" / "requirements.txt"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-# 只有构建网站、跑测试时用的发行包：Binder 里的读者用不到（JupyterLab 由 Binder 的基础环境提供）
+# 只有构建网站、跑测试时用的发行包：Binder 里的读者用不到（JupyterLab、Notebook 由 Binder 的基础环境提供；
+# vl-convert 只给保存的输出画静态图，读者那里有 JavaScript，探索器直接画交互图）
 BUILD_AND_TEST = {
     "jupyter-book",
     "sphinx",
@@ -43,6 +44,8 @@ BUILD_AND_TEST = {
     "pypdf",
     "nbstripout",
     "jupyterlab",
+    "notebook",
+    "vl-convert-python",
 }
 
 HEADER = """\

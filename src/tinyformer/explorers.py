@@ -15,18 +15,33 @@ Altair 的全局设置（不注册、不启用渲染器），``show`` 只对这�
 
 - ``application/vnd.vegalite.v6+json``：Vega-Lite 规格。本书网页由 ``_ext/vega_charts.py`` 渲染它，
   用随书发布的 vega、vega-lite、vega-embed（``tools/web_assets.py``），不连外网。
-- ``text/html``：Altair 自带的 HTML 表示（在 JupyterLab、Colab、经典 Notebook 里显示；这些环境
-  本来就联网，脚本从 jsDelivr 加载）。图的 id 取规格的散列而不是随机数，所以重复执行逐字节相同。
+- ``text/html``：Altair 给 Notebook 用的 "universal" 模板（它的 default、colab 渲染器用的也是它），
+  在 JupyterLab 4、Notebook 7、Colab 里第一次运行就画出图（这些环境本来就联网，脚本从 jsDelivr
+  加载；JupyterLab 自带的 Vega 渲染器只认 Vega-Lite 5，不认上面的 v6 规格）。完整网页的 "standard"
+  模板在那里是空白：打开时什么也没有，第一次运行 ``vegaEmbed is not defined``，第二次
+  ``gn.compile is not a function``。图的 id 取规格的散列而不是随机数，所以重复执行逐字节相同。
+  装了 ``vl-convert-python`` 时（``requirements.txt`` 固定了它，保存的输出都带图），图的 div 里先放
+  一张默认控件取值的静态 PNG（:func:`_picture`）：不运行 JavaScript 的地方（GitHub 的笔记本预览、
+  JupyterLab 里还没信任的笔记本、nbconvert 导出的 HTML）显示它，vega-embed 画图时清空 div 换成
+  交互图。静态图放在 HTML 里面而不单独存成 ``image/png``：这些地方都优先选 ``text/html``，单独的
+  PNG 永远不会被显示。
 - ``text/plain``：一行说明（图名、数据行数与字节数）。
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
+import importlib.util
+import io
 import json
 import math
 import operator
+import subprocess
+import sys
+from html import escape
+from pathlib import Path
 
 import altair as alt
 import torch
@@ -745,7 +760,7 @@ def checkpoint_explorer(num_sentences: int = 12) -> alt.VConcatChart:
 
 
 def render(spec: dict, **metadata) -> dict:
-    """一张图的三种表示：Vega-Lite 规格 + 确定的 HTML + 一行文字（见模块说明）。
+    """一张图的三种表示：Vega-Lite 规格 + 确定的 HTML（内含默认状态的静态图）+ 一行文字（见模块说明）。
 
     签名与 Altair 的渲染器相同，也可以 ``alt.renderers.register("tinyformer", render)`` 后启用。
     """
@@ -753,23 +768,98 @@ def render(spec: dict, **metadata) -> dict:
 
     text = json.dumps(spec, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    div = f"tinyformer-chart-{digest}"
+    # Altair 自己的 Notebook 模板（它的 default、colab 渲染器用的就是它）：脚本按需加载，第一次运行就画。
+    # 完整网页的 "standard" 模板在 JupyterLab 4、Notebook 7 里是空白（模块说明）。
     html = spec_to_mimebundle(
         spec,
         format="html",
         mode="vega-lite",
+        template="universal",
         vega_version=alt.VEGA_VERSION,
         vegaembed_version=alt.VEGAEMBED_VERSION,
         vegalite_version=alt.VEGALITE_VERSION,
         embed_options={"renderer": "svg", "actions": False},
-        output_div=f"tinyformer-chart-{digest}",
+        output_div=div,
         **metadata,
     )["text/html"]
+    title = spec.get("title", "")
+    picture = _picture(spec)
+    if picture is not None:
+        empty = f'<div id="{div}"></div>'
+        assert html.count(empty) == 1, "Altair 的 universal 模板变了：找不到图的空 div"
+        html = html.replace(empty, f'<div id="{div}">{_picture_html(picture, title)}</div>')
     datasets = spec.get("datasets", {}).values()
     rows = sum(len(rows) for rows in datasets)
     size = sum(_json_size(rows) for rows in datasets)
-    title = spec.get("title", "")
     plain = f"<交互图「{title}」：{rows} 行数据，{size / 1000:.1f} KB，sha256 {digest}>"
     return {VEGALITE_MIME_TYPE: spec, "text/html": html, "text/plain": plain}
+
+
+PICTURE_SCALE = 2  # 静态图按 2 倍像素画，显示成原尺寸：高分屏上也清楚
+PICTURE_NOTE = (
+    "静态图：控件的默认取值。在 JupyterLab、Colab 里运行这个单元格，或在本书网页上，可以拖动控件。"
+)
+
+
+def _picture(spec: dict) -> bytes | None:
+    """图在默认控件取值下的 PNG（vl-convert，不用浏览器）；没装 ``vl-convert-python`` 时返回 None。
+
+    vl-convert 在一个子进程里画：它带着一整个 JavaScript 引擎（V8），在内核里加载会让每一章的峰值
+    内存多出约 180 MB 并一直占着（附录“执行统计”，本书要求每章 ≤ 800 MB）。中文用随包发布的
+    Noto Sans SC 子集（``fonts/``，规格里的字体列表排在第一）。图存成 256 色的调色板 PNG：每张
+    11–35 KB，而 vl-convert 直接给的真彩 PNG 是它的 7 倍。vl-convert 与 Pillow 都不用 torch，同一
+    版本在任何 CPU、任何线程数上逐字节相同。
+    """
+    if importlib.util.find_spec("vl_convert") is None:
+        return None
+    from PIL import Image
+
+    png = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _DRAW,
+            str(Path(__file__).with_name("fonts")),
+            ".".join(alt.VEGALITE_VERSION.split(".")[:2]),
+            str(PICTURE_SCALE),
+        ],
+        input=json.dumps(spec).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    image = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
+
+
+# 子进程里运行的程序：参数是字体目录、Vega-Lite 版本、放大倍数；规格从 stdin 读，PNG 写到 stdout
+_DRAW = """
+import json, sys
+import vl_convert
+fonts, version, scale = sys.argv[1:]
+vl_convert.register_font_directory(fonts)
+png = vl_convert.vegalite_to_png(
+    json.load(sys.stdin), vl_version=version, scale=float(scale),
+    config={"background": "white"},  # 透明底在深色主题里看不见黑字
+)
+sys.stdout.buffer.write(png)
+"""
+
+
+def _picture_html(png: bytes, title: str) -> str:
+    """静态图的 HTML：vega-embed 画图时先清空这个 div，所以有 JavaScript 的地方只看到交互图。"""
+    from PIL import Image
+
+    width = Image.open(io.BytesIO(png)).width // PICTURE_SCALE
+    data = base64.b64encode(png).decode()
+    alt_text = escape(f"{title}（{PICTURE_NOTE}）", quote=True)
+    return (
+        f'<img src="data:image/png;base64,{data}" width="{width}" alt="{alt_text}">'
+        f"<p><small>{PICTURE_NOTE}</small></p>"
+    )
 
 
 def show(chart: alt.TopLevelMixin) -> None:

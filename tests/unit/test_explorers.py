@@ -1,9 +1,15 @@
 """tinyformer.explorers：各章探索器的数据是对的、控件的每个取值都有数据、图里嵌的就是这份数据。"""
 
+import base64
+import io
 import json
 import math
+import re
+import sys
 
+import altair as alt
 import pytest
+from PIL import Image
 
 from tests.kit import ROOT
 from tinyformer import explorers, sinusoidal_encoding
@@ -173,6 +179,62 @@ def test_show_is_deterministic_and_offline_for_the_site(monkeypatch):
         explorers.show(chart.to_dict())
 
 
+def stored_picture(html: str) -> tuple[bytes, int]:
+    """探索器 HTML 里静态图的 PNG 字节与 <img> 的显示宽度。"""
+    match = re.search(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" width="(\d+)"', html)
+    assert match, "HTML 里没有静态图"
+    return base64.b64decode(match[1]), int(match[2])
+
+
+def test_html_is_the_notebook_template_that_draws_on_first_run():
+    """JupyterLab 4 / Notebook 7 / Colab 的输出是 Altair 的 universal 模板，不是完整网页。
+
+    完整网页模板（旧的输出）用 <script src=...> 从 CDN 加载 vega：在 JupyterLab 里这些标签不按顺序执行，
+    打开时空白，运行时 ``vegaEmbed is not defined``。universal 模板在脚本里按顺序加载、再画到它前面的 div。
+    """
+    spec = explorers.encoder_decoder_explorer().to_dict(context={"pre_transform": False})
+    html = explorers.render(spec)["text/html"]
+    assert "<html" not in html and "<!DOCTYPE" not in html
+    assert "<script src=" not in html
+    assert "maybeLoadScript" in html and "document.currentScript" in html
+    # 加载的正是 Altair 这一版要求的脚本（浏览器测试把这些地址导向 _vendor/ 里的同一构建）
+    for name, version in (
+        ("vega", alt.VEGA_VERSION),
+        ("vega-lite", alt.VEGALITE_VERSION),
+        ("vega-embed", alt.VEGAEMBED_VERSION),
+    ):
+        assert f"https://cdn.jsdelivr.net/npm/{name}@{version}?noext" in html
+    # 画图的 div 在脚本前面（脚本用 document.currentScript.previousElementSibling 找它）
+    assert html.index('<div id="tinyformer-chart-') < html.index("<script")
+
+
+def test_static_picture_is_a_small_deterministic_png_of_the_chart():
+    pytest.importorskip("vl_convert")
+    spec = explorers.encoder_decoder_explorer().to_dict(context={"pre_transform": False})
+    first = explorers.render(spec)["text/html"]
+    png, width = stored_picture(first)
+    assert explorers.render(spec)["text/html"] == first  # 同一规格两次画出同一张 PNG
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) <= PICTURE_BUDGET
+    image = Image.open(io.BytesIO(png))
+    assert image.width == width * explorers.PICTURE_SCALE  # 2 倍像素，按原尺寸显示
+    # 画出了东西：白底上有许多种颜色（热力图的蓝色、文字），不是一张空白图
+    colors = image.convert("RGB").getcolors(maxcolors=1024)
+    assert colors is not None and len(colors) > 20
+    assert max(colors)[1] == (255, 255, 255)  # 不透明的白底（深色主题里也看得见）
+    # 静态图在图的 div 里，vega-embed 画图时先清空它
+    div = re.search(r'<div id="tinyformer-chart-[0-9a-f]{16}">(.*?)</div>', first, re.S)
+    assert div and "<img " in div[1] and explorers.PICTURE_NOTE in div[1]
+
+
+def test_without_vl_convert_the_html_has_no_picture(monkeypatch):
+    """没装 vl-convert-python（Colab、Binder）时 show 照常工作，只是没有静态图。"""
+    monkeypatch.setitem(sys.modules, "vl_convert", None)  # import vl_convert 抛 ImportError
+    spec = explorers.encoder_decoder_explorer().to_dict(context={"pre_transform": False})
+    html = explorers.render(spec)["text/html"]
+    assert re.search(r'<div id="tinyformer-chart-[0-9a-f]{16}"></div>', html)
+    assert "data:image/png" not in html
+
+
 def test_chart_data_fits_the_budget():
     for make in (
         explorers.embedding_scale_explorer,
@@ -212,24 +274,31 @@ def has_bound_params(spec: dict) -> bool:
 
 
 CHAPTERS = sorted((ROOT / "chapters").glob("ch0[1-8]_*.ipynb"))
+PICTURE_BUDGET = 40_000  # 每张静态图的字节数上限（base64 之前）；现在 11–35 KB
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_every_chapter_has_an_explorer_that_works_without_a_kernel(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    charts = [
-        output["data"][explorers.VEGALITE_MIME_TYPE]
+    bundles = [
+        output["data"]
         for cell in cells
         if cell["cell_type"] == "code"
         for output in cell.get("outputs", [])
         if explorers.VEGALITE_MIME_TYPE in output.get("data", {})
     ]
-    assert charts, f"{path.name} 没有保存 Vega-Lite 图的输出"
-    for spec in charts:
+    assert bundles, f"{path.name} 没有保存 Vega-Lite 图的输出"
+    for bundle in bundles:
+        spec, html = bundle[explorers.VEGALITE_MIME_TYPE], "".join(bundle["text/html"])
         assert has_bound_params(spec), "图没有绑定到控件的参数"
         for rows in spec["datasets"].values():
             size = len(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode())
             assert size <= explorers.DATA_BUDGET
+        # JupyterLab、Colab 用 universal 模板；GitHub 上显示默认状态的静态图，大小在预算之内
+        assert "maybeLoadScript" in html
+        png, width = stored_picture(html)
+        assert len(png) <= PICTURE_BUDGET
+        assert Image.open(io.BytesIO(png)).width == width * explorers.PICTURE_SCALE
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)

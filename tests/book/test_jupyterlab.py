@@ -1,0 +1,422 @@
+"""像读者一样在真正的 JupyterLab 里打开笔记本版：无头 Chromium 驱动本机的 JupyterLab 4.4.9。
+
+Binder 装的就是 JupyterLab 4.4.9（与 Notebook 7 共用同一套渲染器），而 Colab、GitHub 与没有
+jupyterlab-myst 的 JupyterLab 一样只认 CommonMark 加公式。所以这里对 :data:`FOLDER` 里的每一本笔记本：
+
+- 打开它，等 Markdown 单元格渲染好，读出渲染后的文字：里面没有 MyST 语法（``{numref}``、``%s 节``、
+  ``:::``、``:label:``、``(标签)=``、``{term}``、``{cite``、``{eq}``、``{prf:``），引用写成
+  “N.M 节”“第 N 章”；
+- 有探索器的：打开时（还没运行、笔记本未被信任、脚本不执行）图的位置上是默认状态的静态图；运行
+  探索器的单元格（它自己导入要用的东西）后画出带图元的 SVG，静态图被换掉；
+- 整个过程中页面没有 JavaScript 错误（控制台 error 与未捕获的异常）。
+
+另在 Notebook 7（同一个服务器的 ``/tree`` → ``/notebooks/…``）里打开一章、运行它的探索器。截图存到
+``_build/screenshots/jupyterlab/``。
+
+图的脚本在 JupyterLab 里从 jsDelivr 加载（Altair 的 universal 模板），这里连不到外网：这些地址由
+``page.route`` 换成 ``_vendor/`` 里随书的同一构建（``tools/web_assets.py`` 取的 vega、vega-lite、
+vega-embed，版本与 Altair 要求的相同：vega-lite 一字不差，vega 与 vega-embed 是它要求的主版本里的
+那一版）。其他外部请求一律拦下并记下。
+
+需要 Debian 的 chromium、playwright 与 jupyterlab（requirements.txt 固定了 4.4.9）；缺少时跳过，
+CI=true 时失败。整个文件约 2 分钟（8 个探索器各运行一次）。
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from tests.book.test_browser import Visit, browser  # noqa: F401  同一个无头 Chromium fixture
+from tests.kit import ROOT, skip_or_fail
+from tinyformer.explorers import VEGALITE_MIME_TYPE
+
+pytestmark = pytest.mark.browser
+
+# 读者打开的笔记本所在的文件夹：笔记本版（tools/edition.py 从 chapters/ 生成，文件名相同）。
+# TINYFORMER_LAB_FOLDER=chapters 改测网站的源文件（它们满是 MyST，用来数“修之前”有多少）
+FOLDER = ROOT / os.environ.get("TINYFORMER_LAB_FOLDER", "edition")
+SCREENSHOTS = ROOT / "_build" / "screenshots" / "jupyterlab"
+VENDOR = ROOT / "_vendor"
+CDN = "https://cdn.jsdelivr.net/npm/"
+# Altair 的 universal 模板请求的地址（vega@6?noext 之类）-> _vendor/ 里的文件
+CDN_FILES = {
+    "vega": VENDOR / "vega" / "vega.min.js",
+    "vega-lite": VENDOR / "vega-lite" / "vega-lite.min.js",
+    "vega-embed": VENDOR / "vega-embed" / "vega-embed.min.js",
+}
+TOKEN = "tinyformer-test"
+LAB_VERSION = "4.4.9"
+
+# 渲染后的文字里不该有的 MyST 语法：名字 -> 正则
+MYST = {
+    "{numref}": r"\{numref\}",
+    "{term}": r"\{term\}",
+    "{cite}": r"\{cite(:[a-z]+)?\}",
+    "{eq}": r"\{eq\}",
+    "{prf:…}": r"\{prf:[a-z]+\}",
+    "{ref}/{doc}": r"\{(ref|doc|download)\}",
+    "%s 节/章": r"%s",
+    ":::": r":::",
+    ":label:": r":label:",
+    "(标签)=": r"\([\w:.-]+\)=",
+}
+# 引用渲染成的样子
+REFERENCE = re.compile(r"\d+\.\d+ 节|第 \d+ 章")
+# 缺了号的引用：“第  章”、空格前不是数字的“ 节”（\w 包括汉字，所以这里只看数字）
+BROKEN_REFERENCE = re.compile(r"第\s*章|(?<!\d) 节")
+
+
+def notebooks() -> list[str]:
+    return sorted(p.name for p in FOLDER.glob("*.ipynb"))
+
+
+def explorer_cells(name: str) -> list[int]:
+    """保存了探索器输出（Vega-Lite 图）的代码单元格的序号（在全部单元格里的位置）。"""
+    cells = json.loads((FOLDER / name).read_text(encoding="utf-8"))["cells"]
+    return [
+        index
+        for index, cell in enumerate(cells)
+        if cell["cell_type"] == "code"
+        and any(VEGALITE_MIME_TYPE in o.get("data", {}) for o in cell.get("outputs", []))
+    ]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """本机空闲端口上的 JupyterLab（根目录是 :data:`FOLDER` 的副本、内核是测试用的这个 Python）。"""
+    if not FOLDER.is_dir() or not notebooks():
+        skip_or_fail(f"{FOLDER} 里没有笔记本：先运行 python3 tasks.py book")
+    try:
+        import jupyterlab
+    except ImportError:
+        skip_or_fail("没有 jupyterlab（pip install -r requirements.txt）")
+    assert jupyterlab.__version__ == LAB_VERSION, jupyterlab.__version__
+    base = tmp_path_factory.mktemp("jupyterlab")
+    root = base / "notebooks"
+    shutil.copytree(FOLDER, root)
+    # 设置：不弹“要不要接收 Jupyter 新闻”的通知（它会去联网），笔记本不做虚拟化（每个单元格都在 DOM 里）
+    settings = base / "settings"
+    for path, value in {
+        "@jupyterlab/apputils-extension/notification": {"fetchNews": "false"},
+        "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+    }.items():
+        (settings / path).parent.mkdir(parents=True, exist_ok=True)
+        (settings / f"{path}.jupyterlab-settings").write_text(json.dumps(value))
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(base / "config"),
+        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
+    )
+    port = free_port()
+    log = (base / "server.log").open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--ServerApp.port_retries=0",
+            "--allow-root",  # CI 以 root 运行
+            "--ServerApp.terminals_enabled=False",
+            "--LabApp.extension_manager=readonly",  # 不去 PyPI 查扩展
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            # 测试用 window.jupyterapp 等内核空闲、读输出；读者的 JupyterLab 不需要它
+            "--LabApp.expose_app_in_browser=True",
+            "--JupyterNotebookApp.expose_app_in_browser=True",
+        ],
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=5):
+                break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"JupyterLab 没有启动：{(base / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+    yield url
+    process.send_signal(signal.SIGINT)  # jupyter 收到两次 Ctrl-C 才不询问直接退出
+    time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    log.close()
+
+
+class LabPage(Visit):
+    """一页 JupyterLab（记下控制台错误、页面异常，见 :class:`Visit`），只是 jsDelivr 的图脚本换成
+    _vendor/ 里的同一构建（记在 ``cdn`` 里），其他外部请求照样拦下、记在 ``external`` 里。"""
+
+    def __init__(self, browser, url):  # noqa: F811  browser 是 fixture
+        self.cdn = []
+        super().__init__(browser, url)
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(CDN):
+            name = url[len(CDN) :].split("@")[0].split("?")[0]
+            self.cdn.append(url)
+            route.fulfill(path=CDN_FILES[name], content_type="application/javascript")
+        else:
+            super()._route(route)
+
+
+def api(lab: str, path: str, method: str = "GET"):
+    request = urllib.request.Request(f"{lab}/api/{path}?token={TOKEN}", method=method)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = response.read()
+    return json.loads(body) if body else None
+
+
+@pytest.fixture
+def open_lab(browser, lab):  # noqa: F811
+    """打开 JupyterLab 的一页；``reset``：不恢复上一页打开的标签（否则每页都重开前面的笔记本）。
+    测试结束时关掉页面和它们启动的内核。"""
+    pages = []
+
+    def open_page(path):
+        reset = "&reset" if path.startswith("lab/") else ""
+        pages.append(LabPage(browser, f"{lab}/{path}?token={TOKEN}{reset}"))
+        return pages[-1]
+
+    yield open_page
+    for page in pages:
+        page.close()
+    for session in api(lab, "sessions"):
+        api(lab, f"sessions/{session['id']}", method="DELETE")
+
+
+def wait_for_notebook(page, cells: int, kernel: bool = True) -> None:
+    """等笔记本的全部单元格出现、Markdown 渲染好；``kernel``：还等内核空闲（运行单元格前要它）。"""
+    page.wait_for_function(
+        """([cells, needKernel]) => {
+            const app = window.jupyterapp;
+            const panel = app && app.shell.currentWidget;
+            if (!panel || !panel.content || !panel.sessionContext) return false;
+            const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+            const shown = panel.node.querySelectorAll('.jp-Cell').length;
+            // Markdown 渲染是异步的：每个不空的 Markdown 单元格都已渲染出元素（空的代码块也是一个元素）
+            const rendered = panel.content.widgets
+                .filter(w => w.model.type === 'markdown' && w.model.sharedModel.getSource().trim())
+                .every(w => (w.node.querySelector('.jp-RenderedMarkdown') || {}).childElementCount);
+            return shown === cells && rendered
+                && (!needKernel || (kernel && kernel.status === 'idle'));
+        }""",
+        arg=[cells, kernel],
+        timeout=60_000,
+    )
+
+
+def markdown_text(page) -> list[str]:
+    """渲染后的 Markdown 单元格的文字（去掉排好的公式：它们的文字是 MathJax 的助读内容）。"""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown')].map(el => {
+            const copy = el.cloneNode(true);
+            copy.querySelectorAll('mjx-container, .MathJax, script').forEach(m => m.remove());
+            return copy.textContent;
+        })"""
+    )
+
+
+def output_state(page, index: int) -> dict:
+    """第 index 个单元格的输出区：静态图（已加载）、vega-embed 画出的 SVG 图元数。"""
+    return page.evaluate(
+        """(index) => {
+            const cell = document.querySelectorAll('.jp-Notebook .jp-Cell')[index];
+            const out = cell.querySelector('.jp-OutputArea');
+            const img = out.querySelector('img[src^="data:image/png"]');
+            return {
+                picture: !!img && img.complete && img.naturalWidth > 0,
+                marks: out.querySelectorAll('.vega-embed svg [class*="mark-"] path, '
+                    + '.vega-embed svg [class*="mark-"] text, .vega-embed svg [class*="mark-"] line').length,
+                controls: out.querySelectorAll('.vega-bindings input, .vega-bindings select').length,
+                text: out.innerText.slice(0, 300),
+            };
+        }""",
+        index,
+    )
+
+
+def run_cell(page, index: int) -> None:
+    """选中第 index 个单元格并运行它（Shift+Enter 的同一命令），等到它运行完。"""
+    page.evaluate(
+        """async (index) => {
+            const app = window.jupyterapp;
+            const notebook = app.shell.currentWidget.content;
+            notebook.activeCellIndex = index;
+            notebook.deselectAll();
+            await app.commands.execute('notebook:run-cell');
+        }""",
+        index,
+    )
+    page.wait_for_function(
+        """(index) => {
+            const panel = window.jupyterapp.shell.currentWidget;
+            const model = panel.content.widgets[index].model;
+            return model.executionCount !== null && panel.sessionContext.session.kernel.status === 'idle';
+        }""",
+        arg=index,
+        timeout=600_000,  # 第 8 章的探索器要解码几个检查点：空闲的机器上十几秒，忙时几分钟
+    )
+
+
+def wait_for_chart(page, index: int) -> dict:
+    page.wait_for_function(
+        """(index) => {
+            const cell = document.querySelectorAll('.jp-Notebook .jp-Cell')[index];
+            return cell.querySelector('.jp-OutputArea .vega-embed svg [class*="mark-"]');
+        }""",
+        arg=index,
+        timeout=60_000,
+    )
+    page.wait_for_timeout(300)  # vega 逐层画图元
+    return output_state(page, index)
+
+
+def myst_found(texts: list[str]) -> dict[str, list[str]]:
+    """每种 MyST 语法在哪些文字片段里出现（片段前后各留 30 个字符）。"""
+    found = {}
+    for label, pattern in MYST.items():
+        for text in texts:
+            for match in re.finditer(pattern, text):
+                start = max(match.start() - 30, 0)
+                found.setdefault(label, []).append(text[start : match.end() + 30])
+    return found
+
+
+def source_has_references(name: str) -> bool:
+    """这一章在 chapters/ 里的源文件写了 {numref} 引用（笔记本版里它们应当读作“N.M 节”）。"""
+    source = ROOT / "chapters" / name
+    if not source.exists():
+        return False
+    cells = json.loads(source.read_text(encoding="utf-8"))["cells"]
+    return any("{numref}" in "".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def known_noise(message: str) -> bool:
+    """与本书无关、读者也看不到的控制台消息（理由见各条）。"""
+    return False
+
+
+def open_notebook(open_lab, name: str, app: str = "lab/tree", kernel: bool = True):
+    cells = len(json.loads((FOLDER / name).read_text(encoding="utf-8"))["cells"])
+    lab = open_lab(f"{app}/{quote(name)}")
+    wait_for_notebook(lab.page, cells, kernel)
+    return lab
+
+
+def assert_no_javascript_errors(*pages: LabPage) -> None:
+    errors = [e for lab in pages for e in lab.errors if not known_noise(e)]
+    failed = [f for lab in pages for f in lab.failed]
+    assert not errors, f"JavaScript 错误：{errors[:5]}；失败的请求：{failed[:5]}"
+    external = [u for lab in pages for u in lab.external]
+    assert not external, f"拦下的外部请求：{external[:5]}"
+
+
+@pytest.mark.parametrize("name", notebooks() or ["（没有笔记本）"])
+def test_markdown_reads_without_myst_in_jupyterlab(open_lab, name):
+    lab = open_notebook(open_lab, name, kernel=False)
+    if name.startswith("ch03"):
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        lab.page.screenshot(path=str(SCREENSHOTS / f"chapter-{Path(name).stem}.png"))
+    texts = markdown_text(lab.page)
+    assert texts, "没有渲染出的 Markdown 单元格"
+    found = myst_found(texts)
+    counts = {label: len(hits) for label, hits in found.items()}
+    assert not found, (
+        f"渲染后的文字里有 MyST 语法 {counts}：{ {k: v[:2] for k, v in found.items()} }"
+    )
+    whole = "\n".join(texts)
+    broken = [
+        whole[max(m.start() - 20, 0) : m.end() + 20] for m in BROKEN_REFERENCE.finditer(whole)
+    ]
+    assert not broken, f"缺了号的引用：{broken[:5]}"
+    if source_has_references(name):
+        assert REFERENCE.search(whole), "源文件有 {numref} 引用，渲染后却没有“N.M 节”“第 N 章”"
+    assert_no_javascript_errors(lab)
+
+
+WITH_EXPLORERS = [name for name in notebooks() if explorer_cells(name)]
+
+
+@pytest.mark.parametrize("name", WITH_EXPLORERS or ["（没有探索器）"])
+def test_explorer_shows_a_picture_on_opening_and_draws_when_run(open_lab, name):
+    if not WITH_EXPLORERS:
+        skip_or_fail(f"{FOLDER} 里没有带探索器的笔记本")
+    lab = open_notebook(open_lab, name)
+    page = lab.page
+    for index in explorer_cells(name):
+        # 打开时：笔记本未被信任，脚本不执行；图的位置上是默认状态的静态图
+        before = output_state(page, index)
+        screenshot = name.startswith("ch05")
+        if screenshot:
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+            cell.scroll_into_view_if_needed()
+            cell.screenshot(path=str(SCREENSHOTS / f"explorer-{Path(name).stem}-opened.png"))
+        assert before["picture"], f"打开时探索器的位置上没有静态图：{before}"
+        assert before["marks"] == 0
+        started = time.monotonic()
+        run_cell(page, index)
+        after = wait_for_chart(page, index)
+        assert after["marks"] > 0 and after["controls"] > 0, after
+        assert not after["picture"], "交互图画好后静态图应当被换掉"
+        assert any(u.startswith(f"{CDN}vega-embed@") for u in lab.cdn), lab.cdn
+        print(f"{name}：运行到画好 {time.monotonic() - started:.1f} s，{after['marks']} 个图元")
+        if screenshot:
+            cell.screenshot(path=str(SCREENSHOTS / f"explorer-{Path(name).stem}-run.png"))
+    assert_no_javascript_errors(lab)
+
+
+def test_explorer_draws_in_notebook_7(open_lab):
+    """Notebook 7（同一个服务器）：/tree 列出笔记本，/notebooks/… 打开一章，运行探索器画出图。"""
+    if not WITH_EXPLORERS:
+        skip_or_fail(f"{FOLDER} 里没有带探索器的笔记本")
+    name = WITH_EXPLORERS[0]
+    tree = open_lab("tree")
+    tree.page.wait_for_selector(f'text="{name}"', timeout=60_000)
+    notebook = open_notebook(open_lab, name, app="notebooks")
+    page = notebook.page
+    (index, *_) = explorer_cells(name)
+    assert output_state(page, index)["picture"]
+    run_cell(page, index)
+    after = wait_for_chart(page, index)
+    assert after["marks"] > 0 and after["controls"] > 0, after
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator(".jp-Notebook .jp-Cell").nth(index).screenshot(
+        path=str(SCREENSHOTS / f"notebook7-{Path(name).stem}.png")
+    )
+    assert_no_javascript_errors(tree, notebook)
