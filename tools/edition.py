@@ -361,6 +361,14 @@ class Converter:
                 "> 网页上这里嵌着一个只能在网站上运行的部件（HTML 与 JavaScript）："
                 f"{chapter.section_link()}。\n"
             )
+        if name == "inspector":
+            # 网页上的“用训练好的模型看看”（_ext/inspector.py）：在浏览器里跑第 8 章的模型，笔记本里没有它
+            inner = self.markdown(content, chapter).strip("\n")
+            lead = f"{inner}\n\n" if inner else ""
+            return (
+                f"{lead}> **用训练好的模型看看**：网页上这里可以输入一句话，在浏览器里用"
+                f"第 8 章训练好的模型看它的这一步（{chapter.section_link()}）。\n"
+            )
         raise ValueError(
             f"MyST directive must be one the edition converts (tools/edition.py), "
             f"got directive={name!r} in {chapter.docname}"
