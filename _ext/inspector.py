@@ -80,8 +80,9 @@ class InspectorDirective(SphinxDirective):
         opening = "".join(f' {k}="{html.escape(v)}"' for k, v in attributes.items())
         head = f'<details{opening}><summary>用训练好的模型看看</summary><div class="tfi-body">'
         controls = (
-            '<div class="tfi-controls"><label>中文句子 '
-            f'<input type="text" class="tfi-sentence" value="{html.escape(sentence)}"></label> '
+            # 标签、文本框、按钮之间不留空白字符（间距由样式给出）：汉字之间的空格在网页上是多余的空隙
+            '<div class="tfi-controls"><label>中文句子'
+            f'<input type="text" class="tfi-sentence" value="{html.escape(sentence)}"></label>'
             '<button type="button" class="tfi-run">看看</button></div>'
             '<div class="tfi-status" role="status">打开时加载模型（约 3 MB）与 WebAssembly 运行时（约 3.6 MB）。</div>'
             '<div class="tfi-view"></div></div></details>'

@@ -34,14 +34,14 @@ def _cases(ours, theirs, mask):
     torch_mask = None if mask is None else ~mask  # torch.nn.MultiheadAttention：True = 不许关注
 
     def ours_weights(x):
-        out, weights = ours(x, x, x, mask=mask, need_weights=True)
+        out, weights = ours(x, x, x, attn_mask=mask, need_weights=True)
         return out, weights.mean(dim=1)  # (B, H, T, S) -> (B, T, S)，与 torch 的默认相同
 
     def torch_weights(x):
         return theirs(x, x, x, attn_mask=torch_mask, need_weights=True)
 
     def ours_fused(x):
-        return ours(x, x, x, mask=mask, need_weights=False)
+        return ours(x, x, x, attn_mask=mask, need_weights=False)
 
     def torch_fused(x):
         return theirs(x, x, x, attn_mask=torch_mask, need_weights=False)

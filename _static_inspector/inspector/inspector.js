@@ -473,6 +473,7 @@
     .tf-inspector > summary { cursor: pointer; font-weight: 600; }
     .tf-inspector input[type=text] { width: 14em; max-width: 100%; font-size: 1em; padding: 0.15em 0.4em; }
     .tf-inspector .tfi-controls { display: flex; flex-wrap: wrap; gap: 0.4em 1em; align-items: center; margin: 0.5em 0; }
+    .tf-inspector .tfi-controls label input { margin-left: 0.4em; }
     .tf-inspector .tfi-status { color: var(--pst-color-text-muted, #57606a); font-size: 0.85em; margin: 0.4em 0; }
     .tf-inspector svg { font-size: 13px; fill: currentColor; max-width: 100%; height: auto; display: block; margin: 0.5em 0; }
     .tf-inspector .tfi-caption { font-size: 0.85em; margin: 0.6em 0 0; }

@@ -268,5 +268,7 @@ def test_every_control_changes_the_view(open_page, name, view):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"inspector_{name.split('/')[-1]}_{label}.png"
     page.evaluate("() => document.fonts.ready")
-    page.locator(INSPECTOR).screenshot(path=path)
+    # 公式排版完之前，上方的段落还在变高，盒子一直在移动，元素截图等不到它"稳定"（冷启动时的第一页）
+    page.evaluate("() => window.MathJax?.startup?.promise")
+    page.locator(INSPECTOR).screenshot(path=path, timeout=60_000)
     assert v.errors == [] and v.failed == [] and v.external == []

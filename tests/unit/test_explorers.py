@@ -313,5 +313,6 @@ def test_widgets_that_need_a_kernel_say_so_on_the_page(path):
             note = "".join(cells[index - 1]["source"])
             assert note.startswith(":::{admonition}") and ":class: note" in note, source[:60]
             assert "需要运行中的 Python 内核" in note
-            assert "colab.research.google.com/github/" in note and f"chapters/{path.name}" in note
+            # 链接打开笔记本版（edition/，tools/edition.py），不是网站的源文件
+            assert "colab.research.google.com/github/" in note and f"edition/{path.name}" in note
             assert "mybinder.org/v2/gh/" in note
