@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import copy
 import pickle
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ from sphinx.directives.code import LiteralIncludeReader
 
 from _ext.bib_labels import author_year
 from _ext.chapter_numbers import number_text
+from _ext.cjk_typography import CJK
 from tinyformer.atomic import atomic_write
 from tools.colab_setup import repository
 
@@ -118,6 +120,11 @@ def myst_parser() -> MarkdownIt:
 
 
 COMMONMARK = MarkdownIt("commonmark")
+# 段落里两个汉字（或中文标点）之间的换行（连同列表续行的缩进）：JupyterLab、Colab、GitHub 把它显示成一个空格，网站上
+# _ext/cjk_typography.py 删掉它；笔记本版在转换时就删掉
+CJK_NEWLINE = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?=[{CJK}])")
+# 只在这些块里删：代码块、公式块里的换行是内容
+PROSE_BLOCKS = ("paragraph_open", "bullet_list_open", "ordered_list_open")
 
 
 class Site:
@@ -303,6 +310,8 @@ class Converter:
             name, _, argument = token.info[1:].partition("}")
             return self.directive(name, argument.strip(), token.content, chapter)
         text = self.inline(group, source, chapter)
+        if token.type in PROSE_BLOCKS and not any(t.type in ("fence", "code_block") for t in group):
+            text = CJK_NEWLINE.sub("", text)
         if token.type == "heading_open":
             number = chapter.heading()
             if number:

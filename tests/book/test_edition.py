@@ -109,6 +109,41 @@ def test_commonmark_render_holds_no_myst(name):
         assert found == {}, (name, "".join(cell["source"])[:300])
 
 
+def cjk_softbreaks(markdown: str) -> list[str]:
+    """CommonMark 渲染后，两个汉字（或中文标点）之间的软换行：读者看到的是一个多余的空格。"""
+    found = []
+    for token in COMMONMARK.parse(markdown):
+        children = token.children or []
+        for before, mid, after in zip(children, children[1:], children[2:], strict=False):
+            if (
+                mid.type == "softbreak"
+                and before.type == after.type == "text"
+                and edition.CJK_NEWLINE.search(before.content[-1:] + "\n" + after.content[:1])
+            ):
+                found.append(before.content[-10:] + "⏎" + after.content[:10])
+    return found
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_space_between_chinese_characters_from_line_breaks(name):
+    before = sum(
+        len(cjk_softbreaks("".join(c["source"])))
+        for c in cells("chapters", name)
+        if c["cell_type"] == "markdown"
+    )
+    found = [
+        (name, hit)
+        for cell in cells("edition", name)
+        if cell["cell_type"] == "markdown"
+        for hit in cjk_softbreaks("".join(cell["source"]))
+    ]
+    assert found == [], f"{len(found)} of {before} line breaks between Chinese characters remain"
+
+
+def test_the_cjk_check_sees_a_line_break_between_chinese_characters():
+    assert cjk_softbreaks("第一行\n第二行。\n\nEnglish\nwords，中文\nok") == ["第一行⏎第二行。"]
+
+
 def test_the_check_sees_myst_the_way_a_reader_does():
     assert myst_items_of("见 {numref}`%s 节 <ch05-qkv>`。") == 1  # 反引号里的部分显示成代码
     assert myst_items_of("(ch05-qkv)=\n## 标题\n\n:::{note}\n:class: dropdown\n文字\n:::") == 4
