@@ -21,37 +21,33 @@
 见 inspector.js 开头；tests/book/test_inspector.py 用它们核对网页上的数与 Python 包的相同。
 """
 
-import hashlib
 import html
 from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+
+# 与网页翻译器同一条规则：检查点、包的源代码、torch 版本都没变时跳过导出（_ext/ 在 sys.path 上）
+from live_translator import STEP, export_when_stale
 from sphinx.util.docutils import SphinxDirective
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "_static_inspector"  # inspector/inspector.js → _static/inspector/
-STEP = 600  # 与第 8 章、网页翻译器同一个检查点
 VIEWS = ("embedding", "positional", "attention", "norm_ffn", "stack", "decoding")
 DEFAULT_SENTENCE = "她明天在家写作业吗？"
 
 
 def export_model(app) -> None:
-    import torch
-
     import tinyformer.inspect_export
-    from tinyformer.pretrained import checkpoint_path, load_translator
+    from tinyformer.pretrained import load_translator
 
     out = Path(app.outdir).parent / "inspector"  # _build/inspector
-    digest = hashlib.sha256()
-    digest.update(checkpoint_path(STEP).read_bytes())
-    for source in sorted(Path(tinyformer.inspect_export.__file__).parent.glob("*.py")):
-        digest.update(source.read_bytes())
-    digest.update(torch.__version__.encode())
-    stamp = out / ".stamp"  # 以点开头：Sphinx 不会把它复制进网站
-    if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
-        tinyformer.inspect_export.export_inspector(load_translator(STEP), out / "inspector_model")
-        stamp.write_text(digest.hexdigest())
+    export_when_stale(
+        out,
+        lambda: tinyformer.inspect_export.export_inspector(
+            load_translator(STEP), out / "inspector_model"
+        ),
+    )
     app.config.html_static_path.extend([str(out), str(SCRIPTS)])
 
 

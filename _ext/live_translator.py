@@ -23,26 +23,42 @@ SCRIPTS = ROOT / "_static_ch08"  # live_translator/live_translator.js → _stati
 STEP = 600  # 第 8 章的分析用的检查点
 
 
-def export_model(app) -> None:
+def export_when_stale(out: Path, export) -> None:
+    """``export()`` 只在随包发布的检查点、包的源代码或 torch 的版本变了之后才运行。
+
+    导出的图由整个包的代码决定（注意力、各层、模型），不只是导出它的那个模块，所以散列包括
+    ``src/tinyformer/`` 的全部源文件。散列记在 ``out/.stamp``（以点开头：Sphinx 不会把它复制进网站）。
+    网页翻译器与各章的检查器（``_ext/inspector.py``）都用它。
+    """
     import torch
 
+    import tinyformer
+    from tinyformer.pretrained import checkpoint_path
+
+    digest = hashlib.sha256()
+    digest.update(checkpoint_path(STEP).read_bytes())
+    for source in sorted(Path(tinyformer.__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    digest.update(torch.__version__.encode())
+    stamp = out / ".stamp"
+    if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
+        export()
+        stamp.write_text(digest.hexdigest())
+
+
+def export_model(app) -> None:
     import tinyformer.export
-    from tinyformer.pretrained import checkpoint_path, load_translator
+    from tinyformer.pretrained import load_translator
 
     out = Path(app.outdir).parent / "live_translator"  # _build/live_translator
     model_dir = out / "translator_model"
-    digest = hashlib.sha256()
-    digest.update(checkpoint_path(STEP).read_bytes())
-    # 导出的图由整个包的代码决定（注意力、各层、模型），不只是 export.py
-    for source in sorted(Path(tinyformer.export.__file__).parent.glob("*.py")):
-        digest.update(source.read_bytes())
-    digest.update(torch.__version__.encode())
-    stamp = out / ".stamp"  # 以点开头：Sphinx 不会把它复制进网站
-    if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
+
+    def export() -> None:
         translator = load_translator(STEP)
         tinyformer.export.export_translator(translator, model_dir)
         write_grammar(translator, model_dir / "grammar.json")
-        stamp.write_text(digest.hexdigest())
+
+    export_when_stale(out, export)
     app.config.html_static_path.extend([str(out), str(SCRIPTS)])
 
 
