@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,18 @@ def skip_or_fail(reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason}（CI=true：不允许跳过）")
     pytest.skip(reason)
+
+
+def playwright_chromium():
+    """(``sync_playwright``, Debian 的 chromium 的路径)：playwright 不下载浏览器。缺了就跳过（CI 里失败）。"""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("没有 playwright（pip install -r requirements.txt）")
+    executable = shutil.which("chromium")
+    if executable is None:
+        skip_or_fail("没有 chromium（apt-get install chromium fonts-noto-cjk）")
+    return sync_playwright, executable
 
 
 def needs_torch_bernoulli_stream() -> None:

@@ -12,7 +12,6 @@ import functools
 import http.server
 import json
 import re
-import shutil
 import threading
 from fnmatch import fnmatch
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 import yaml
 
 from _ext.light_pages import TRANSLATOR_DIRS
-from tests.kit import ROOT, skip_or_fail
+from tests.kit import ROOT, playwright_chromium
 from tools import book_pdf
 
 pytestmark = pytest.mark.browser
@@ -91,13 +90,7 @@ def server(site):
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     """Debian 的无头 Chromium，空的用户目录。"""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("没有 playwright（pip install -r requirements.txt）")
-    executable = shutil.which("chromium")
-    if executable is None:
-        skip_or_fail("没有 chromium（apt-get install chromium fonts-noto-cjk）")
+    sync_playwright, executable = playwright_chromium()
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")),

@@ -16,7 +16,6 @@
 """
 
 import json
-import shutil
 from urllib.parse import unquote
 
 import numpy as np
@@ -25,7 +24,7 @@ import torch
 
 from tests.book import test_browser
 from tests.book.test_browser import Visit
-from tests.kit import ROOT, skip_or_fail
+from tests.kit import ROOT, playwright_chromium
 from tinyformer.decoding import beam_search, length_penalty
 from tinyformer.inspect_export import inspect
 from tinyformer.pretrained import load_translator
@@ -60,13 +59,7 @@ server = test_browser.server  # 同一个 fixture：本机随机端口上的 htt
 @pytest.fixture(scope="module")
 def chromium():
     """无头 Chromium；每个测试开自己的上下文（空缓存，量字节才准）。"""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("没有 playwright（pip install -r requirements.txt）")
-    executable = shutil.which("chromium")
-    if executable is None:
-        skip_or_fail("没有 chromium（apt-get install chromium fonts-noto-cjk）")
+    sync_playwright, executable = playwright_chromium()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True)
         yield browser
