@@ -122,7 +122,9 @@ def myst_parser() -> MarkdownIt:
 COMMONMARK = MarkdownIt("commonmark")
 # 段落里两个汉字（或中文标点）之间的换行（连同列表续行的缩进）：JupyterLab、Colab、GitHub 把它显示成一个空格，网站上
 # _ext/cjk_typography.py 删掉它；笔记本版在转换时就删掉
-CJK_NEWLINE = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?=[{CJK}])")
+# 下一行以链接开头、紧接着是汉字（“[第 4 章](…)”）也算；以 * 开头的不动：汉字后紧跟 *[ 时
+# CommonMark 不认它是强调的开头（左侧定界规则），星号会原样显示
+CJK_NEWLINE = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?=\[?[{CJK}])")
 # 只在这些块里删：代码块、公式块里的换行是内容
 PROSE_BLOCKS = ("paragraph_open", "bullet_list_open", "ordered_list_open")
 

@@ -140,6 +140,21 @@ def test_no_space_between_chinese_characters_from_line_breaks(name):
     assert found == [], f"{len(found)} of {before} line breaks between Chinese characters remain"
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_emphasis_survives_the_joined_lines(name):
+    """删换行时不能把 *强调* 接在汉字后面：CommonMark 不认“个*[词](…)*”里的星号，读者会看到它。"""
+    for cell in cells("edition", name):
+        if cell["cell_type"] != "markdown":
+            continue
+        text = re.sub(
+            r"\$\$.*?\$\$|\$[^$\n]*\$", "", visible_text("".join(cell["source"])), flags=re.S
+        )
+        assert "*" not in text, (name, text[max(0, text.find("*") - 20) : text.find("*") + 20])
+    assert "*" in visible_text(
+        "先放四个*[特殊词元](u)*（special tokens）"
+    )  # 对照：这样写星号原样显示
+
+
 def test_the_cjk_check_sees_a_line_break_between_chinese_characters():
     assert cjk_softbreaks("第一行\n第二行。\n\nEnglish\nwords，中文\nok") == ["第一行⏎第二行。"]
 
