@@ -1,7 +1,7 @@
 """各章网页上的“用训练好的模型看看”（Sphinx 扩展，_config.yml 里以 local_extensions 加载）。
 
 1. 构建开始时（builder-inited）从随包发布的检查点导出看得见中间结果的两张 ONNX 图
-   （``tinyformer.inspect_export.export_inspector``）到 ``_build/inspector/inspector_model/``，
+   （``tinyformer.translation.inspect_export.export_inspector``）到 ``_build/inspector/inspector_model/``，
    再把它和浏览器端脚本 ``_static_inspector/inspector/inspector.js`` 加进 ``html_static_path``：
    网站里是 ``_static/inspector_model/`` 与 ``_static/inspector/inspector.js``。与网页翻译器一样，
    检查点、包的源代码和 torch 版本都没变时跳过导出（``.stamp``）。所有页面共用这一份导出，浏览器缓存它。
@@ -38,13 +38,13 @@ DEFAULT_SENTENCE = "她明天在家写作业吗？"
 
 
 def export_model(app) -> None:
-    import tinyformer.inspect_export
-    from tinyformer.pretrained import load_translator
+    import tinyformer.translation.inspect_export
+    from tinyformer.translation.pretrained import load_translator
 
     out = Path(app.outdir).parent / "inspector"  # _build/inspector
     export_when_stale(
         out,
-        lambda: tinyformer.inspect_export.export_inspector(
+        lambda: tinyformer.translation.inspect_export.export_inspector(
             load_translator(STEP), out / "inspector_model"
         ),
     )

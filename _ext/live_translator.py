@@ -1,7 +1,7 @@
 """第 8 章网页上的翻译器（Sphinx 扩展，_config.yml 里以 local_extensions 加载）。
 
-构建开始时（builder-inited）从随包发布的检查点 ``tinyformer.pretrained.checkpoint_path(600)``
-导出 ONNX（``tinyformer.export.export_translator``）到 ``_build/live_translator/translator_model/``，
+构建开始时（builder-inited）从随包发布的检查点 ``tinyformer.translation.pretrained.checkpoint_path(600)``
+导出 ONNX（``tinyformer.translation.export.export_translator``）到 ``_build/live_translator/translator_model/``，
 再把它和仓库里的浏览器端脚本 ``_static_ch08/`` 加进 ``html_static_path``：网站里是
 ``_static/translator_model/``（encoder.onnx、decoder.onnx、translator.json）和
 ``_static/live_translator/live_translator.js``。onnxruntime-web 由 tools/web_assets.py 取到
@@ -33,11 +33,11 @@ def export_when_stale(out: Path, export) -> None:
     import torch
 
     import tinyformer
-    from tinyformer.pretrained import checkpoint_path
+    from tinyformer.translation.pretrained import checkpoint_path
 
     digest = hashlib.sha256()
     digest.update(checkpoint_path(STEP).read_bytes())
-    for source in sorted(Path(tinyformer.__file__).parent.glob("*.py")):
+    for source in sorted(Path(tinyformer.__file__).parent.rglob("*.py")):
         digest.update(source.read_bytes())
     digest.update(torch.__version__.encode())
     stamp = out / ".stamp"
@@ -47,15 +47,15 @@ def export_when_stale(out: Path, export) -> None:
 
 
 def export_model(app) -> None:
-    import tinyformer.export
-    from tinyformer.pretrained import load_translator
+    import tinyformer.translation.export
+    from tinyformer.translation.pretrained import load_translator
 
     out = Path(app.outdir).parent / "live_translator"  # _build/live_translator
     model_dir = out / "translator_model"
 
     def export() -> None:
         translator = load_translator(STEP)
-        tinyformer.export.export_translator(translator, model_dir)
+        tinyformer.translation.export.export_translator(translator, model_dir)
         write_grammar(translator, model_dir / "grammar.json")
 
     export_when_stale(out, export)
@@ -66,13 +66,13 @@ GRAMMAR_OFFSET = 0x41  # 词元编号 i 写成字符 chr(0x41 + i)：一句话�
 
 
 def write_grammar(translator, path: Path) -> None:
-    """语法能生成的全部句子（tinyformer.corpus.grammar_sentences），供网页判断句型在不在训练语料里。
+    """语法能生成的全部句子（tinyformer.translation.corpus.grammar_sentences），供网页判断句型在不在训练语料里。
 
     每句是它的源词元编号，编号 i 写成一个字符 chr(0x41 + i)，句与句之间用换行分开：
-    12480 句约 110 KB（JSON 文本），浏览器把它放进一个 Set，与 tinyformer.corpus.in_grammar 精确相同。
+    12480 句约 110 KB（JSON 文本），浏览器把它放进一个 Set，与 tinyformer.translation.corpus.in_grammar 精确相同。
     """
     from tinyformer.atomic import atomic_write
-    from tinyformer.corpus import OUT_OF_GRAMMAR, grammar_sentences
+    from tinyformer.translation.corpus import OUT_OF_GRAMMAR, grammar_sentences
 
     stoi = translator.src_vocab.stoi
     lines = sorted("".join(chr(GRAMMAR_OFFSET + stoi[w]) for w in s) for s in grammar_sentences())

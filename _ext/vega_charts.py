@@ -1,6 +1,6 @@
 """本书的 Sphinx 扩展（_config.yml 里以 local_extensions 加载）：把笔记本里的 Vega-Lite 图画在网页上。
 
-各章的探索器（``tinyformer.explorers``）输出 ``application/vnd.vegalite.v6+json``（规格）、``text/html``
+各章的探索器（``tinyformer.book.explorers``）输出 ``application/vnd.vegalite.v6+json``（规格）、``text/html``
 （给 JupyterLab、Colab：从 jsDelivr 加载脚本）和 ``text/plain``。网页不能用那段 HTML（它连 CDN），
 所以这里：
 
@@ -21,7 +21,9 @@ import json
 
 from docutils import nodes
 
-MIME_TYPE = "application/vnd.vegalite.v6+json"  # 与 tinyformer.explorers.VEGALITE_MIME_TYPE 相同
+MIME_TYPE = (
+    "application/vnd.vegalite.v6+json"  # 与 tinyformer.book.explorers.VEGALITE_MIME_TYPE 相同
+)
 SCRIPTS = ["vega/vega.min.js", "vega-lite/vega-lite.min.js", "vega-embed/vega-embed.min.js"]
 MARKER = 'class="tinyformer-vega"'
 

@@ -41,16 +41,16 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 from tinyformer import Transformer, TransformerConfig, sinusoidal_encoding
-from tinyformer.corpus import generate_corpus
 from tinyformer.decoding import greedy_decode
 from tinyformer.text import pad_sequences
-from tinyformer.training import (
+from tinyformer.translation.corpus import generate_corpus
+from tinyformer.translation.training import (
     encode_pairs,
     iterate_batches,
     label_smoothed_cross_entropy,
     make_optimizer,
 )
-from tinyformer.translator import Translator, new_translator, score
+from tinyformer.translation.translator import Translator, new_translator, score
 
 TARGET_EXACT, TARGET_BLEU = 0.95, 90.0
 
@@ -112,7 +112,7 @@ def torch_greedy(model: TorchTranslator, src, bos_id: int, eos_id: int, max_len:
 class Contender:
     """一个模型的训练状态：可以训练几步、停下、让另一个模型训练，再接着训练。
 
-    与 :func:`tinyformer.training.train` 同样的批量、损失、优化器和学习率；dropout 的随机数
+    与 :func:`tinyformer.translation.training.train` 同样的批量、损失、优化器和学习率；dropout 的随机数
     状态存在这里，所以交替训练不会改变它的轨迹。
     """
 

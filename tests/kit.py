@@ -99,7 +99,7 @@ def padded_ids(
 
 def tiny_translator(seed: int = 0):
     """用 ``TINY_SRC_VOCAB``/``TINY_TGT_VOCAB`` 建的未训练翻译器（C=16，各 1 层，d_ff=32）。"""
-    from tinyformer.translator import new_translator
+    from tinyformer.translation.translator import new_translator
 
     return new_translator(
         TINY_SRC_VOCAB, TINY_TGT_VOCAB, seed=seed, d_model=16, num_heads=4, num_layers=1, d_ff=32

@@ -1,4 +1,4 @@
-"""重新生成 src/tinyformer/fonts/ 里的中文字体子集（维护者用，读者与 CI 不需要运行）。
+"""重新生成 src/tinyformer/book/fonts/ 里的中文字体子集（维护者用，读者与 CI 不需要运行）。
 
 来源：PyPI 包 ``pylopdf-fonts-zh-cn==0.1.1`` 中的 Noto Sans SC Regular（SIL OFL 1.1）。
 做法：用 fontTools 的 subsetter 只保留 ASCII、常用标点、希腊字母与 GB2312 中的全部汉字
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fontTools import subset
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "tinyformer" / "fonts"
+OUT = Path(__file__).resolve().parents[1] / "src" / "tinyformer" / "book" / "fonts"
 
 
 def gb2312_characters() -> str:

@@ -1,9 +1,9 @@
-"""重新生成随包发布的第 8 章权重（见 ``tinyformer.pretrained``）。
+"""重新生成随包发布的第 8 章权重（见 ``tinyformer.translation.pretrained``）。
 
     .venv/bin/python -m tools.ship_weights
 
-对每个步数运行一次 ``python -m tinyformer.train --steps N --seed 0 --out ...``，把命令和它最后打印的
-那行 JSON 指标连同 torch 版本、日期、CPU 写进 ``src/tinyformer/weights/zh_en.json``。
+对每个步数运行一次 ``python -m tinyformer.translation train --steps N --seed 0 --out ...``，把命令和它最后打印的
+那行 JSON 指标连同 torch 版本、日期、CPU 写进 ``src/tinyformer/translation/weights/zh_en.json``。
 重新生成之后要重新执行第 8 章（``python3 tasks.py execute chapters/ch08_translation.ipynb``）。
 """
 
@@ -20,7 +20,7 @@ from tinyformer.atomic import atomic_write
 from tools.execute_notebooks import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
-WEIGHTS = Path("src") / "tinyformer" / "weights"
+WEIGHTS = Path("src") / "tinyformer" / "translation" / "weights"
 STEPS = (100, 150, 600)
 SEED = 0
 
@@ -30,7 +30,7 @@ def main() -> None:
     for steps in STEPS:
         out = WEIGHTS / f"zh_en_step{steps}.pt"
         command = [
-            "python", "-m", "tinyformer.train",
+            "python", "-m", "tinyformer.translation", "train",
             "--steps", str(steps), "--seed", str(SEED), "--out", out.as_posix(), "--no-progress",
         ]  # fmt: skip
         print("+", " ".join(command), flush=True)

@@ -91,7 +91,7 @@ def compress_onnxruntime_wasm() -> None:
     wasm.unlink()
 
 
-# ---- 各章探索器的图（tinyformer.explorers → _ext/vega_charts.py）：Vega、Vega-Lite、vega-embed。
+# ---- 各章探索器的图（tinyformer.book.explorers → _ext/vega_charts.py）：Vega、Vega-Lite、vega-embed。
 # 版本与 requirements.txt 里的 altair 一致：altair 6.3.0 生成 Vega-Lite 6.4.1 的规格，用 Vega 6、
 # vega-embed 7（altair.VEGALITE_VERSION / VEGA_VERSION / VEGAEMBED_VERSION，tests/unit/test_explorers.py 核对）。
 # 只取 UMD 构建（页面上用 <script> 加载）和许可证；每个包一个目录，许可证文件名才不冲突。

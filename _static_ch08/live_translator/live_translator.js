@@ -2,22 +2,22 @@
  * 第 8 章：在读者的浏览器里翻译（onnxruntime-web，WebAssembly）。
  *
  * 页面上的 <div class="live-translator" data-runtime="…" data-model="…"> 里放一个文本框；
- * 本脚本读入 tinyformer.export.export_translator 导出的 encoder.onnx、decoder.onnx 和 translator.json，
+ * 本脚本读入 tinyformer.translation.export.export_translator 导出的 encoder.onnx、decoder.onnx 和 translator.json，
  * 与 Python 包做同样的事：
  *   1. 分词：jieba 不能在浏览器里运行。语料里的句子只由源词表里的词组成，用词表做正向最大匹配
  *      （每次从当前位置取词表里最长的词）；tests/test_live_translator.py 用 node 运行本文件的 segment，
- *      核对它在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（tinyformer.corpus.zh_tokenizer）逐句相同。
- *      词表里没有的字连成一段，当作一个不认识的词，报错的措辞与命令行 python -m tinyformer.translate 相同。
+ *      核对它在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（tinyformer.translation.corpus.zh_tokenizer）逐句相同。
+ *      词表里没有的字连成一段，当作一个不认识的词，报错的措辞与命令行 python -m tinyformer.translation translate 相同。
  *   2. 贪心解码：编码一次，然后每步把整段前缀送进 decoder.onnx，取最后一个位置 logits 的最大者，
  *      直到 <eos> 或 max_len 个词元（与 tinyformer.greedy_decode 相同）。
  *   3. 画交叉注意力：最后一步输出的 (1, T, S) 就是整句的注意力图；样子与 Jupyter 里的控件
- *      （tinyformer.widgets.show_translation，matplotlib）相同：viridis 色图、0–1 的色条、同样的标题和轴标签。
+ *      （tinyformer.book.widgets.show_translation，matplotlib）相同：viridis 色图、0–1 的色条、同样的标题和轴标签。
  * 在 node 里（测试）只导出几个纯函数，不碰 DOM 和 onnxruntime。
  */
 (function () {
   "use strict";
 
-  // ---- 分词（与 tinyformer.corpus.zh_tokenizer 在语料上相同）----
+  // ---- 分词（与 tinyformer.translation.corpus.zh_tokenizer 在语料上相同）----
 
   /** 正向最大匹配：句子 → 词的列表；不在词表里的连续字符合成一个词，空白被跳过（jieba 也丢掉空白）。 */
   function segment(sentence, words) {
@@ -64,7 +64,7 @@
     if (chars.length > 60) return `${pyRepr(chars.slice(0, 60).join(""))}…（共 ${chars.length} 个字符）`;
     return pyRepr(text);
   }
-  /** 与命令行（tinyformer.cli.cannot_translate）相同的中文消息；句子能翻译时返回 null。
+  /** 与命令行（tinyformer.translation.cli.cannot_translate）相同的中文消息；句子能翻译时返回 null。
    * maxLen 是模型的位置数（源句最多几个词），不给时不检查长度。 */
   function unknownMessage(sentence, tokens, words, maxLen) {
     const head = `无法翻译 ${shorten(sentence)}：`;
@@ -115,7 +115,7 @@
     return `rgb(${r},${g},${b})`;
   }
 
-  /** tinyformer.corpus.in_grammar：切好的词序列是不是语法生成的某一句（grammar 来自 grammar.json）。 */
+  /** tinyformer.translation.corpus.in_grammar：切好的词序列是不是语法生成的某一句（grammar 来自 grammar.json）。 */
   function inGrammar(tokens, stoi, grammar) {
     const key = tokens.map((t) => String.fromCharCode(grammar.offset + stoi.get(t))).join("");
     return grammar.set.has(key);
@@ -206,7 +206,7 @@
     return { srcTokens, tgtTokens: produced, translation: detokenize(kept, settings), attention: rows };
   }
 
-  // ---- 热力图：与 tinyformer.plotting.plot_heatmap（matplotlib）同样的 viridis、色条与标签 ----
+  // ---- 热力图：与 tinyformer.book.plotting.plot_heatmap（matplotlib）同样的 viridis、色条与标签 ----
 
   const SVG = "http://www.w3.org/2000/svg";
 

@@ -5,11 +5,11 @@
  * 页面打开时只加载本脚本；读者打开它（或它滚进视野）时才加载：
  *   - 第 8 章网页翻译器的 live_translator.js（分词、拼句、viridis、onnxruntime 的加载，都只写在那里一份）；
  *   - onnxruntime-web 的 WebAssembly 运行时；
- *   - tinyformer.inspect_export.export_inspector 导出的 inspect_encoder.onnx、inspect_decoder.onnx
+ *   - tinyformer.translation.inspect_export.export_inspector 导出的 inspect_encoder.onnx、inspect_decoder.onnx
  *     （每个中间结果都是图的一个输出）与 inspector.json，以及翻译器的 translator.json（词表、拼句规则）。
  * 各页共用同一份文件，浏览器缓存它们。
  *
- * 页面级接口（tests/book/test_inspector.py 调用，与 Python 的 tinyformer.inspect_export.inspect、
+ * 页面级接口（tests/book/test_inspector.py 调用，与 Python 的 tinyformer.translation.inspect_export.inspect、
  * tinyformer.decoding.beam_search 核对）：
  *   window.tinyformerInspect(sentence) → Promise<{sentence, srcTokens, srcIds, tgtIds, produced,
  *       translation, stages: {名字: {dims, data}}（去掉批量维）, steps: [{prefix, logits}]}>

@@ -25,17 +25,19 @@ V     词表大小 vocab_size
     >>> tf.GPT(config)(torch.tensor([[1, 2, 3]])).shape  # (B, T) -> (B, T, V)
     torch.Size([1, 3, 10])
 
-第 8 章的翻译在子模块里，按流程读：``tinyformer.corpus``（语料与它的分词器）、
-``tinyformer.training``（批量、损失、学习率、训练循环、按验证集挑选权重）、
-``tinyformer.translator``（翻译器：翻译、评估、看交叉注意力）、``tinyformer.checkpoint``
-（存取检查点）、``tinyformer.widgets``（交互控件），以及命令行 ``tinyformer.cli``
-（``python -m tinyformer.train`` / ``python -m tinyformer.translate``）。它们要 sacreBLEU、tqdm
-等较重的依赖，所以这里不自动导入。导入本包的任何模块都不改变全局状态（jieba 的词典、torch 的随机数）。
+包分三层，各在一个文件夹里：
+
+- ``tinyformer``（这里）：前几章一块块搭起来的模型——分词与词表、嵌入、位置编码、掩码、注意力、
+  归一化、前馈网络、编码器与解码器层、完整的 Transformer 与 GPT、解码。它不导入另外两层。
+- ``tinyformer.translation``：用这个模型做成的中译英应用（语料、训练、翻译器、检查点、命令行、导出）。
+- ``tinyformer.book``：只有笔记本用的帮手（:func:`~tinyformer.book.agree` 与
+  :func:`~tinyformer.book.magnitude`、画图、控件、网页上的探索器）。
+
+导入本包的任何模块都不改变全局状态（jieba 的词典、torch 的随机数、matplotlib 的设置）。
 """
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .cache import KVCache
-from .compare import agree, magnitude
 from .decoding import beam_search, greedy_decode
 from .dropout import Dropout
 from .embedding import TokenEmbedding
@@ -50,38 +52,36 @@ from .positional import PositionalEncoding, shift_matrix, sinusoidal_encoding
 from .text import Vocab, tokenize_en, tokenize_zh
 
 __all__ = [
-    # 第 1、2 章：文本与词嵌入
+    # 文本与词嵌入（“Transformer 总览”“词嵌入”）
     "tokenize_zh",
     "tokenize_en",
     "Vocab",
     "TokenEmbedding",
-    # 第 3、4 章：位置编码
+    # 位置编码
     "sinusoidal_encoding",
     "PositionalEncoding",
     "shift_matrix",
-    # 第 5 章：掩码与注意力
+    # 掩码与注意力
     "causal_mask",
     "padding_mask",
     "scaled_dot_product_attention",
     "MultiHeadAttention",
-    # 第 6 章：层归一化与前馈网络
+    # 层归一化、前馈网络、丢弃法
     "LayerNorm",
     "PositionWiseFFN",
     "NewGELU",
     "Dropout",
-    # 第 7 章：编码器层、解码器层、GPT
+    # 编码器层、解码器层、GPT
     "EncoderLayer",
     "DecoderLayer",
     "GPTConfig",
     "GPT",
-    # 第 8 章：完整模型与增量解码
+    # 完整模型与解码
     "TransformerConfig",
     "Transformer",
     "KVCache",
     "greedy_decode",
     "beam_search",
-    # 工具
-    "agree",
-    "magnitude",
+    # 与 torch 自己的模块互换权重
     "copy_from_torch",
 ]

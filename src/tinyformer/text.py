@@ -182,7 +182,7 @@ def detokenize_en(tokens: Sequence[str], proper_nouns: Iterable[str] = ()) -> st
 
     参数:
         tokens: 词元列表，如 ``['i', 'will', 'go', 'to', 'beijing', 'tomorrow', '.']``。
-        proper_nouns: 要大写的专名（第 8 章的语料见 ``tinyformer.corpus.PROPER_NOUNS``）。
+        proper_nouns: 要大写的专名（第 8 章的语料见 ``tinyformer.translation.corpus.PROPER_NOUNS``）。
 
     例子::
 

@@ -531,7 +531,7 @@ def test_page_reads_well(read, site, name, view):
 
 
 # ---------------------------------------------------------------------------------------
-# 第 8 章：在浏览器里翻译（onnxruntime-web）。译文与命令行 python -m tinyformer.translate
+# 第 8 章：在浏览器里翻译（onnxruntime-web）。译文与命令行 python -m tinyformer.translation translate
 # --model <随包发布的检查点> 相同（期望值用同一个检查点的 Python API 算）；不认识的词报同样的错；
 # 画出热力图。另见 tests/book/test_live_translator.py（分词、大小、只在本章加载）。
 # ---------------------------------------------------------------------------------------
@@ -542,7 +542,7 @@ LIVE = ".live-translator"
 
 @pytest.fixture(scope="module")
 def shipped_translator():
-    from tinyformer.pretrained import load_translator
+    from tinyformer.translation.pretrained import load_translator
 
     return load_translator(600)
 
@@ -583,7 +583,7 @@ def wait_for_live_model(page):
 
 
 def test_live_translator_translates_like_the_cli(visit, shipped_translator):
-    from tinyformer.corpus import generate_corpus
+    from tinyformer.translation.corpus import generate_corpus
 
     v = visit(f"{CH08}.html")
     page = v.page
@@ -599,8 +599,8 @@ def test_live_translator_translates_like_the_cli(visit, shipped_translator):
         assert cells == len(src_tokens) * len(tgt_tokens)  # 热力图：T × S 个格子
 
     # 不认识的词：与命令行逐字相同的中文消息（命令行在前面加“错误：”），不画图
-    from tinyformer import cli
-    from tinyformer.corpus import OUT_OF_GRAMMAR
+    from tinyformer.translation import cli
+    from tinyformer.translation.corpus import OUT_OF_GRAMMAR
 
     sentence = "我明天在广州看小说。"
     with pytest.raises(ValueError) as info:
@@ -656,7 +656,7 @@ def test_live_translator_from_file_url_says_it_needs_http(browser, site):
         page.close()
 
 
-# ---- 各章的探索器（tinyformer.explorers，_ext/vega_charts.py）：不需要内核，浏览器里拨动每个控件图就变
+# ---- 各章的探索器（tinyformer.book.explorers，_ext/vega_charts.py）：不需要内核，浏览器里拨动每个控件图就变
 #
 # 同一页面既经 http 打开，也直接以 file:// 打开（读者下载网站后双击 index.html）。每个控件换一个取值，
 # 核对图的 SVG 变了；变了又没报错，才算这个控件在网页上能用。有的控件在某些状态下不改图（第 4 章：成对编码时

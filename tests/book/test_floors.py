@@ -42,7 +42,9 @@ def test_torch_floor_covers_what_the_chapters_use():
         "scaled_dot_product_attention": "2.0",
     }
     sources = "".join(p.read_text(encoding="utf-8") for p in ROOT.glob("chapters/*.ipynb"))
-    sources += "".join(p.read_text(encoding="utf-8") for p in ROOT.glob("src/tinyformer/*.py"))
+    sources += "".join(
+        p.read_text(encoding="utf-8") for p in sorted(ROOT.glob("src/tinyformer/**/*.py"))
+    )
     used = [v for api, v in needs.items() if api in sources]
     required = max(used, key=lambda v: tuple(map(int, v.split("."))))
     assert floors()["torch"] == required

@@ -1,7 +1,7 @@
 """各章的“用训练好的模型看看”（_ext/inspector.py、_static_inspector/inspector/inspector.js）在无头 Chromium 里。
 
 - 数与包的相同：``window.tinyformerInspect(句子)`` 的每一个中间结果与 Python 里
-  ``tinyformer.inspect_export.inspect``（真模型上的前向钩子）算的相同，容差是 float32 的
+  ``tinyformer.translation.inspect_export.inspect``（真模型上的前向钩子）算的相同，容差是 float32 的
   ``|网页 − Python| ≤ 1e-4 · max(1, max|Python|)``（每个中间结果各自的量级；实测 onnxruntime 与 torch
   相差约 1e-6）；贪心译文逐字相同，每一步的 logits 就是 Python 那一行。
 - 束搜索：``window.tinyformerBeam`` 每一步的每个假设，就是 ``beam_search(use_cache=False)`` 那一步送进解码器的前缀
@@ -26,8 +26,8 @@ from tests.book import test_browser
 from tests.book.test_browser import Visit
 from tests.kit import ROOT, playwright_chromium
 from tinyformer.decoding import beam_search, length_penalty
-from tinyformer.inspect_export import inspect
-from tinyformer.pretrained import load_translator
+from tinyformer.translation.inspect_export import inspect
+from tinyformer.translation.pretrained import load_translator
 
 pytestmark = pytest.mark.browser
 

@@ -39,7 +39,7 @@ import pytest
 
 from tests.book.test_browser import Visit, browser  # noqa: F401  同一个无头 Chromium fixture
 from tests.kit import ROOT, skip_or_fail
-from tinyformer.explorers import VEGALITE_MIME_TYPE
+from tinyformer.book.explorers import VEGALITE_MIME_TYPE
 
 pytestmark = pytest.mark.browser
 

@@ -18,9 +18,6 @@ import matplotlib
 import pytest
 
 from tests.kit import ROOT, skip_or_fail
-from tinyformer import cli
-from tinyformer.corpus import PROPER_NOUNS, generate_corpus, zh_tokenizer
-from tinyformer.pretrained import load_translator
 from tinyformer.text import (
     ATTACH_LEFT,
     SENTENCE_END,
@@ -29,6 +26,9 @@ from tinyformer.text import (
     detokenize_en,
     tokenize_en,
 )
+from tinyformer.translation import cli
+from tinyformer.translation.corpus import PROPER_NOUNS, generate_corpus, zh_tokenizer
+from tinyformer.translation.pretrained import load_translator
 
 SCRIPT = ROOT / "_static_ch08" / "live_translator" / "live_translator.js"
 BUDGET = 8 * 1024 * 1024  # 模型 + 运行时，字节
@@ -189,7 +189,7 @@ def test_model_and_runtime_fit_the_budget_and_load_only_on_chapter_8(site):
 
 def test_the_sites_model_is_a_fresh_export_of_the_shipped_weights(site, translator, tmp_path):
     pytest.importorskip("onnx")
-    from tinyformer.export import FILES, export_translator
+    from tinyformer.translation.export import FILES, export_translator
 
     fresh = export_translator(translator, tmp_path)
     for name in FILES:
@@ -200,10 +200,10 @@ def test_the_sites_model_is_a_fresh_export_of_the_shipped_weights(site, translat
 
 
 def test_browser_grammar_check_equals_in_grammar(node, translator, words, tmp_path):
-    # issue 26：网页翻译器也要说出"这句话的句型不在训练语料里"，判断与 tinyformer.corpus.in_grammar 相同
+    # issue 26：网页翻译器也要说出"这句话的句型不在训练语料里"，判断与 tinyformer.translation.corpus.in_grammar 相同
     import importlib.util
 
-    from tinyformer.corpus import OUT_OF_GRAMMAR, in_grammar
+    from tinyformer.translation.corpus import OUT_OF_GRAMMAR, in_grammar
 
     spec = importlib.util.spec_from_file_location(
         "live_translator", ROOT / "_ext" / "live_translator.py"

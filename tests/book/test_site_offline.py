@@ -9,7 +9,7 @@ from fnmatch import fnmatch
 
 import altair as alt
 
-from tinyformer import explorers
+from tinyformer.book import explorers
 from tools import web_assets
 
 # CDN 的主机名：常见的公共 CDN，以及任何 cdn.* 子域名（cdn.jsdelivr.net、cdn.mathjax.org、cdn.plot.ly……）

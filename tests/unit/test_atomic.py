@@ -1,6 +1,6 @@
 """atomic.py：写到一半被打断（异常、SIGINT、SIGTERM、SIGKILL、文件大小上限）时旧文件原封不动。
 
-杀进程的测试真的启动 ``python -m tinyformer.train --steps 1``（子进程里把评估换成常数、
+杀进程的测试真的启动 ``python -m tinyformer.translation train --steps 1``（子进程里把评估换成常数、
 把 ``torch.save`` 换成"写一半就停下来等"），在它正写检查点的时候发信号，然后检查：
 原来的检查点还能读、内容没变；能清理的（SIGINT、SIGTERM、磁盘满）没留下临时文件；
 命令行只在 stderr 上打印一行 ``错误：…``。
@@ -17,7 +17,7 @@ import torch
 
 from tests.kit import tiny_translator
 from tinyformer.atomic import atomic_write
-from tinyformer.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.translation.checkpoint import load_checkpoint, save_checkpoint
 
 
 def write_old_checkpoint(path):
@@ -59,11 +59,11 @@ def test_refuses_a_directory_or_a_device(tmp_path):
                 pass
 
 
-# 子进程：真实的命令行 tinyformer.train，只是评估换成常数（省几分钟），并在写检查点处"挂钩"
+# 子进程：真实的命令行 python -m tinyformer.translation train，只是评估换成常数（省几分钟），并在写检查点处"挂钩"
 CHILD = textwrap.dedent(
     """
     import contextlib, resource, runpy, signal, sys, time
-    from tinyformer import checkpoint, cli, translator
+    from tinyformer.translation import checkpoint, cli, translator
 
     mode, out = sys.argv[1], sys.argv[2]
     signal.signal(signal.SIGINT, signal.default_int_handler)  # 后台启动时 SIGINT 可能被忽略
@@ -95,8 +95,8 @@ CHILD = textwrap.dedent(
         checkpoint.atomic_write = slow_atomic_write
     else:
         cli.save_checkpoint = save_on_a_full_disk
-    sys.argv = ["tinyformer.train", "--steps", "1", "--no-progress", "--out", out]
-    runpy.run_module("tinyformer.train", run_name="__main__")
+    sys.argv = ["tinyformer.translation", "train", "--steps", "1", "--no-progress", "--out", out]
+    runpy.run_module("tinyformer.translation", run_name="__main__")
     """
 )
 

@@ -42,17 +42,22 @@ from tinyformer import (
     TransformerConfig,
     beam_search,
     causal_mask,
-    cli,
     greedy_decode,
     scaled_dot_product_attention,
     shift_matrix,
     sinusoidal_encoding,
 )
-from tinyformer.checkpoint import load_checkpoint, save_checkpoint
 from tinyformer.layers import recording_weights
 from tinyformer.text import ZhTokenizer, detokenize_en, tokenize_zh
-from tinyformer.training import fit_translator, label_smoothed_cross_entropy, train, warmup_lr
-from tinyformer.translator import Translator, new_translator
+from tinyformer.translation import cli
+from tinyformer.translation.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.translation.training import (
+    fit_translator,
+    label_smoothed_cross_entropy,
+    train,
+    warmup_lr,
+)
+from tinyformer.translation.translator import Translator, new_translator
 
 C = 16  # tiny_transformer、tiny_translator 的 d_model
 
@@ -802,11 +807,11 @@ def test_bad_cli_argument_gives_one_line(
 
 # ---------------------------------------------------------------- 命令行（真的子进程）
 SUBPROCESS_CLI = [
-    ("train-seconds-inf", ["tinyformer.train", "--seconds", "inf"], 2,
+    ("train-seconds-inf", ["tinyformer.translation", "train", "--seconds", "inf"], 2,
      "错误：argument --seconds: must be a finite positive number, got 'inf'（用 --help 查看用法）\n"),
-    ("train-out-dev-full", ["tinyformer.train", "--steps", "1", "--out", "/dev/full"], 2,
+    ("train-out-dev-full", ["tinyformer.translation", "train", "--steps", "1", "--out", "/dev/full"], 2,
      "错误：--out '/dev/full' is not a regular file (a device such as /dev/full?)（用 --help 查看用法）\n"),
-    ("translate-random-bytes", ["tinyformer.translate", "--model", "{random}", "我"], 2, None),
+    ("translate-random-bytes", ["tinyformer.translation", "translate", "--model", "{random}", "我"], 2, None),
 ]  # fmt: skip
 
 
@@ -861,7 +866,7 @@ def test_a_hostile_checkpoint_costs_about_what_the_file_holds(tmp_path, good_che
     assert all(path.stat().st_size < 200_000 for path in files.values())
     code = (
         "import resource, sys\n"
-        "from tinyformer.checkpoint import load_checkpoint\n"
+        "from tinyformer.translation.checkpoint import load_checkpoint\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "for path in sys.argv[1:]:\n"
         "    try:\n"
@@ -884,7 +889,8 @@ def test_translate_without_model_uses_the_shipped_weights_and_says_so(capsys):
     status, out, err = run_cli(cli.translate_main, ["我明天去北京。"], capsys)
     assert (status, out) == (0, "I will go to Beijing tomorrow.\n")
     assert re.fullmatch(
-        r"提示：没有给 --model，使用随包发布的权重（训练 \d+ 步，tinyformer.pretrained）\n", err
+        r"提示：没有给 --model，使用随包发布的权重（训练 \d+ 步，tinyformer.translation.pretrained）\n",
+        err,
     )
 
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from tinyformer.compare import agree, magnitude
+from tinyformer.book.compare import agree, magnitude
 
 
 def test_within_tolerance_is_agreement():

@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from tinyformer.corpus import (
+from tinyformer.text import detokenize_en, tokenize_en, tokenize_zh
+from tinyformer.translation.corpus import (
     HELD_OUT,
     MOODS,
     PROPER_NOUNS,
@@ -22,7 +23,6 @@ from tinyformer.corpus import (
     is_held_out,
     zh_tokenizer,
 )
-from tinyformer.text import detokenize_en, tokenize_en, tokenize_zh
 
 # 英语动词：原形 → (第三人称单数, 过去式)，按英语语法独立写出，用来核对生成的句子。
 ENGLISH_VERBS = {
@@ -89,14 +89,16 @@ def test_same_seed_same_corpus_other_seed_other_split(corpus):
 
 def test_independent_of_python_hash_seed(corpus):
     # 子进程换一个哈希种子重新生成。为了快，子进程不执行 tinyformer/__init__.py（它导入
-    # torch），而是把包目录当作命名空间直接导入 corpus（它只依赖 text）。
-    package_dir = os.path.dirname(sys.modules["tinyformer.corpus"].__file__)
+    # torch），而是把包目录当作命名空间直接导入 corpus（它只依赖 text；translation/__init__.py 不导入任何东西）。
+    package_dir = os.path.dirname(
+        os.path.dirname(sys.modules["tinyformer.translation.corpus"].__file__)
+    )
     code = (
         "import hashlib, sys, types\n"
         "package = types.ModuleType('tinyformer')\n"
         f"package.__path__ = [{package_dir!r}]\n"
         "sys.modules['tinyformer'] = package\n"
-        "from tinyformer.corpus import generate_corpus\n"
+        "from tinyformer.translation.corpus import generate_corpus\n"
         "c = generate_corpus(seed=0)\n"
         "text = '\\n'.join(f'{n}\\t{p.zh}\\t{p.en}' for n in ('train', 'valid', 'test')"
         " for p in getattr(c, n))\n"
@@ -334,7 +336,7 @@ def test_pair_repr_shows_only_the_sentences():
 
 
 def test_in_grammar_decides_membership_exactly():
-    from tinyformer.corpus import grammar_sentences, in_grammar
+    from tinyformer.translation.corpus import grammar_sentences, in_grammar
 
     pairs = all_pairs()
     assert len(grammar_sentences()) == len(pairs)  # 每句的词序列都不同

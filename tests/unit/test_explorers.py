@@ -1,4 +1,4 @@
-"""tinyformer.explorers：各章探索器的数据是对的、控件的每个取值都有数据、图里嵌的就是这份数据。"""
+"""tinyformer.book.explorers：各章探索器的数据是对的、控件的每个取值都有数据、图里嵌的就是这份数据。"""
 
 import base64
 import io
@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 from tests.kit import ROOT
-from tinyformer import explorers, sinusoidal_encoding
+from tinyformer import sinusoidal_encoding
+from tinyformer.book import explorers
 
 
 def bound_params(chart) -> dict:

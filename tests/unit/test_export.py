@@ -1,4 +1,4 @@
-"""tinyformer.export：导出的 ONNX 图在 onnxruntime 里与 PyTorch 模型给出相同的译文。
+"""tinyformer.translation.export：导出的 ONNX 图在 onnxruntime 里与 PyTorch 模型给出相同的译文。
 
 参照物是随包发布的第 600 步的翻译器（第 8 章用的、网页上运行的那一个）和它的 PyTorch 贪心解码。
 """
@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 import torch
 
-from tinyformer.corpus import PROPER_NOUNS, generate_corpus
-from tinyformer.export import (
+from tinyformer.text import detokenize_en, tokenize_en
+from tinyformer.translation.corpus import PROPER_NOUNS, generate_corpus
+from tinyformer.translation.export import (
     FILES,
     DecoderStepGraph,
     EncoderGraph,
     export_translator,
     greedy_decode_onnx,
 )
-from tinyformer.pretrained import load_translator
-from tinyformer.text import detokenize_en, tokenize_en
+from tinyformer.translation.pretrained import load_translator
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -183,7 +183,7 @@ def test_the_package_does_not_need_onnx_at_import_time():
     code = (
         "import sys\n"
         "sys.modules['onnx'] = sys.modules['onnxruntime'] = None  # 让 import onnx 失败\n"
-        "import tinyformer, tinyformer.export, tinyformer.pretrained, tinyformer.widgets\n"
+        "import tinyformer, tinyformer.translation.export, tinyformer.translation.pretrained, tinyformer.book.widgets\n"
         "print('ok')\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -22,9 +22,9 @@ import textwrap
 import tinyformer
 
 MODULES = sorted(
-    f"tinyformer.{info.name}"
-    for info in pkgutil.iter_modules(tinyformer.__path__)
-    if not info.name.startswith("__")
+    info.name
+    for info in pkgutil.walk_packages(tinyformer.__path__, "tinyformer.")
+    if not info.name.rsplit(".", 1)[-1].startswith("__")
 )
 
 SNAPSHOT = textwrap.dedent(
@@ -78,7 +78,7 @@ TOKENIZE = SNAPSHOT + textwrap.dedent(
     """
     before = snapshot()
     from tinyformer import tokenize_zh
-    from tinyformer.corpus import zh_tokenizer
+    from tinyformer.translation.corpus import zh_tokenizer
     split = zh_tokenizer("他明天不去北京。")
     plain = tokenize_zh("他明天不去北京。")
     changed = changes(before)
@@ -97,7 +97,7 @@ def run_python(code: str, *args: str) -> object:
 
 
 def test_importing_any_module_in_any_position_changes_no_global_state():
-    assert "tinyformer.corpus" in MODULES and "tinyformer.cli" in MODULES
+    assert "tinyformer.translation.corpus" in MODULES and "tinyformer.translation.cli" in MODULES
     assert run_python(IMPORT_IN_EVERY_POSITION, json.dumps(MODULES)) == []
 
 
@@ -114,9 +114,9 @@ def test_seeded_functions_leave_the_global_random_state_alone(monkeypatch):
     import torch
 
     from tests.kit import TINY_SRC_VOCAB, TINY_TGT_VOCAB, tiny_transformer
-    from tinyformer import explorers
-    from tinyformer.training import train
-    from tinyformer.translator import new_translator
+    from tinyformer.book import explorers
+    from tinyformer.translation.training import train
+    from tinyformer.translation.translator import new_translator
 
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, raw: shown.append(obj))

@@ -1,4 +1,4 @@
-"""tinyformer.inspect_export：导出用的包装与真模型上的钩子算出同样的中间结果，ONNX 图也一样。"""
+"""tinyformer.translation.inspect_export：导出用的包装与真模型上的钩子算出同样的中间结果，ONNX 图也一样。"""
 
 import dataclasses
 import json
@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from tinyformer.decoding import greedy_decode
-from tinyformer.inspect_export import (
+from tinyformer.model import Transformer
+from tinyformer.translation.inspect_export import (
     DecoderInspection,
     EncoderInspection,
     decoder_stage_names,
@@ -16,9 +17,8 @@ from tinyformer.inspect_export import (
     export_inspector,
     inspect,
 )
-from tinyformer.model import Transformer
-from tinyformer.pretrained import load_translator
-from tinyformer.translator import Translator
+from tinyformer.translation.pretrained import load_translator
+from tinyformer.translation.translator import Translator
 
 from ..kit import tiny_translator
 

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from tinyformer import plotting  # noqa: E402
+from tinyformer.book import plotting  # noqa: E402
 
 CHINESE = "位置编码 注意力权重 层归一化：我爱北京天安门（缩放点积）"
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from tinyformer.corpus import generate_corpus
-from tinyformer.pretrained import STEPS, checkpoint_path, load_translator, provenance
+from tinyformer.translation.corpus import generate_corpus
+from tinyformer.translation.pretrained import STEPS, checkpoint_path, load_translator, provenance
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def test_every_shipped_checkpoint_has_provenance():
     for step in STEPS:
         run = record["checkpoints"][str(step)]
         assert f"--steps {step} --seed 0" in run["command"]
-        assert run["command"].startswith("python -m tinyformer.train")
+        assert run["command"].startswith("python -m tinyformer.translation train")
         assert run["metrics"]["steps"] == step
         assert checkpoint_path(step).is_file()
 

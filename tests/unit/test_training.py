@@ -5,8 +5,8 @@ import torch
 import torch.nn.functional as F
 
 from tests.kit import tiny_transformer
-from tinyformer.corpus import generate_corpus
-from tinyformer.training import (
+from tinyformer.translation.corpus import generate_corpus
+from tinyformer.translation.training import (
     encode_pairs,
     iterate_batches,
     label_smoothed_cross_entropy,

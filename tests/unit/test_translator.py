@@ -8,11 +8,11 @@ import torch
 from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB
 from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB
 from tests.kit import tiny_translator
-from tinyformer import cli
-from tinyformer.checkpoint import load_checkpoint, save_checkpoint
-from tinyformer.corpus import Pair
-from tinyformer.training import fit_translator
-from tinyformer.translator import Translator
+from tinyformer.translation import cli
+from tinyformer.translation.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.translation.corpus import Pair
+from tinyformer.translation.training import fit_translator
+from tinyformer.translation.translator import Translator
 
 
 def test_build_is_reproducible_and_sized_by_the_vocabularies():
@@ -148,7 +148,7 @@ def test_show_translation_plots_known_words_and_explains_unknown_ones(capsys, mo
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from tinyformer.widgets import show_translation, translation_explorer
+    from tinyformer.book.widgets import show_translation, translation_explorer
 
     monkeypatch.setattr(plt, "show", lambda: None)
     translator = tiny_translator()

@@ -1,4 +1,4 @@
-"""检查点：把 :class:`~tinyformer.translator.Translator` 存进文件、从文件读回（第 8 章 8.5 节讲解）。
+"""检查点：把 :class:`~tinyformer.translation.translator.Translator` 存进文件、从文件读回（第 8 章 8.5 节讲解）。
 
 检查点是一个只含张量、数字、字符串、列表和字典的 ``dict``：模型配置、两张词表的
 ``itos`` 列表、``state_dict`` 和训练指标。所以读取时可以用 ``torch.load(..., weights_only=True)``，
@@ -37,10 +37,10 @@ from typing import NoReturn
 import torch
 from torch import Tensor
 
-from ._checks import check_instance, shorten
-from .atomic import atomic_write
-from .model import Transformer, TransformerConfig
-from .text import Vocab
+from .._checks import check_instance, shorten
+from ..atomic import atomic_write
+from ..model import Transformer, TransformerConfig
+from ..text import Vocab
 from .translator import Translator
 
 CHECKPOINT_FORMAT = "tinyformer-translator-1"

@@ -10,10 +10,10 @@ import textwrap
 
 import matplotlib.pyplot as plt
 
-from ._checks import check_instance
+from .._checks import check_instance
+from ..text import EOS, detokenize_en
+from ..translation.translator import Translator
 from .plotting import plot_heatmap
-from .text import EOS, detokenize_en
-from .translator import Translator
 
 
 def show_translation(

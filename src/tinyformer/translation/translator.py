@@ -1,7 +1,7 @@
 """翻译器：训练好的模型 + 两张词表 + 分词规则——翻译句子、评估、看交叉注意力（第 8 章 8.5–8.10 节讲解）。
 
-:class:`Translator` 只做推理：它不训练（见 :func:`tinyformer.training.fit_translator`），不读写文件
-（见 :mod:`tinyformer.checkpoint`），也不改全局状态。:func:`new_translator` 按词表大小建一个
+:class:`Translator` 只做推理：它不训练（见 :func:`tinyformer.translation.training.fit_translator`），不读写文件
+（见 :mod:`tinyformer.translation.checkpoint`），也不改全局状态。:func:`new_translator` 按词表大小建一个
 未训练的翻译器；给了 ``seed`` 时它在 ``torch.random.fork_rng()`` 里初始化，调用前后全局的随机数
 状态不变。
 """
@@ -15,13 +15,13 @@ import sacrebleu
 import torch
 from torch import Tensor
 
-from ._checks import check_instance, check_int, check_positive_int, check_seed, shorten
-from ._random import seeded
+from .._checks import check_instance, check_int, check_positive_int, check_seed, shorten
+from .._random import seeded
+from ..decoding import beam_search, greedy_decode
+from ..layers import recording_weights
+from ..model import Transformer, TransformerConfig
+from ..text import Vocab, detokenize_en, pad_sequences
 from .corpus import PROPER_NOUNS, zh_tokenizer
-from .decoding import beam_search, greedy_decode
-from .layers import recording_weights
-from .model import Transformer, TransformerConfig
-from .text import Vocab, detokenize_en, pad_sequences
 
 
 @dataclass(frozen=True)
@@ -75,10 +75,10 @@ class Translator:
         model: 训练好的模型（本类会把它切到 ``eval()`` 模式后再解码）。
         src_vocab: 中文词表（``tokenizer`` 切出的词元）。
         tgt_vocab: 英文词表（``tokenize_en`` 的词元）。
-        tokenizer: 中文分词器（默认第 8 章语料的 ``tinyformer.corpus.zh_tokenizer``：
+        tokenizer: 中文分词器（默认第 8 章语料的 ``tinyformer.translation.corpus.zh_tokenizer``：
             词表是用它建的，翻译时必须用同一个）。
-        proper_nouns: 译文里要大写的专名（默认 ``tinyformer.corpus.PROPER_NOUNS``）。
-        metrics: 训练指标（:func:`~tinyformer.checkpoint.load_checkpoint` 填入检查点里存的）。
+        proper_nouns: 译文里要大写的专名（默认 ``tinyformer.translation.corpus.PROPER_NOUNS``）。
+        metrics: 训练指标（:func:`~tinyformer.translation.checkpoint.load_checkpoint` 填入检查点里存的）。
 
     例子::
 

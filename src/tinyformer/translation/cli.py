@@ -1,12 +1,12 @@
 """命令行：训练中译英模型、用检查点翻译（第 8 章 8.11 节讲解）。
 
-    python -m tinyformer.cli train --seconds 120 --out runs/zh_en.pt
-    python -m tinyformer.cli translate --model runs/zh_en.pt "我明天在学校看小说。"
+    python -m tinyformer.translation train --seconds 120 --out runs/zh_en.pt
+    python -m tinyformer.translation translate --model runs/zh_en.pt "我明天在学校看小说。"
 
-``python -m tinyformer.train`` 与 ``python -m tinyformer.translate`` 是这两个子命令的简写。
+``python -m tinyformer.translation train`` 与 ``python -m tinyformer.translation translate`` 是这两个子命令的简写。
 
 ``train`` 生成语料、训练、在留出的测试集上评估、保存检查点：每 200 步在验证集上评估一次，
-保存验证集上最好的那份权重（见 :func:`~tinyformer.training.fit_translator`）。训练时打印进度条
+保存验证集上最好的那份权重（见 :func:`~tinyformer.translation.training.fit_translator`）。训练时打印进度条
 （stderr），最后在 stdout 打印 **一行 JSON** 指标，便于脚本读取，例如::
 
     {"seed": 0, "steps": 812, "seconds": 61.3, "test_exact_match": 0.999, "test_bleu": 99.9, ...}
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from ._checks import SEED_LIMIT, shorten
+from .._checks import SEED_LIMIT, shorten
 from .checkpoint import load_checkpoint, save_checkpoint
 from .corpus import OUT_OF_GRAMMAR, generate_corpus, in_grammar
 from .training import fit_translator
@@ -142,9 +142,9 @@ def run(main: Callable[[], object]) -> int:
 
 
 def train_main(argv: Sequence[str] | None = None) -> dict:
-    """``train`` 子命令（``python -m tinyformer.train``）：返回打印的指标。"""
+    """``train`` 子命令（``python -m tinyformer.translation train``）：返回打印的指标。"""
     parser = Parser(
-        prog="python -m tinyformer.train",
+        prog="python -m tinyformer.translation train",
         description="训练一个中译英 Transformer（语料由语法离线生成），评估并保存检查点。",
     )
     parser.add_argument(
@@ -214,21 +214,21 @@ def train_main(argv: Sequence[str] | None = None) -> dict:
 
 
 def translate_main(argv: Sequence[str] | None = None) -> int:
-    """``translate`` 子命令（``python -m tinyformer.translate``）：返回退出码。
+    """``translate`` 子命令（``python -m tinyformer.translation translate``）：返回退出码。
 
-    不给 ``--model`` 时用随包发布的权重（:mod:`tinyformer.pretrained`），并在 stderr 上说一声。
+    不给 ``--model`` 时用随包发布的权重（:mod:`tinyformer.translation.pretrained`），并在 stderr 上说一声。
     以 ``-`` 开头的句子放在 ``--`` 之后（``-- "-我明天去北京。"``）；不像选项的（``-我…``）也直接收下。
-    句型不在训练语料的语法里（:func:`~tinyformer.corpus.in_grammar`）时，照样打印模型的译文，
+    句型不在训练语料的语法里（:func:`~tinyformer.translation.corpus.in_grammar`）时，照样打印模型的译文，
     再在 stderr 上提示"这句话的句型不在训练语料里，译文不可信"。
     """
     parser = Parser(
-        prog="python -m tinyformer.translate",
+        prog="python -m tinyformer.translation translate",
         description="用训练好的模型把中文句子译成英文。",
-        epilog='以 - 开头的句子放在 -- 之后，例如：python -m tinyformer.translate -- "-我明天去北京。"',
+        epilog='以 - 开头的句子放在 -- 之后，例如：python -m tinyformer.translation translate -- "-我明天去北京。"',
     )
     parser.add_argument(
         "--model",
-        help="python -m tinyformer.train 保存的检查点（默认：随包发布的权重 tinyformer.pretrained）",
+        help="python -m tinyformer.translation train 保存的检查点（默认：随包发布的权重 tinyformer.translation.pretrained）",
     )
     parser.add_argument(
         "--beam-size", type=positive_int, default=1, help="束宽（默认 1 = 贪心解码）"
@@ -247,7 +247,7 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
 
             translator = load_translator()
             print(
-                f"提示：没有给 --model，使用随包发布的权重（训练 {max(STEPS)} 步，tinyformer.pretrained）",
+                f"提示：没有给 --model，使用随包发布的权重（训练 {max(STEPS)} 步，tinyformer.translation.pretrained）",
                 file=sys.stderr,
             )
         else:
@@ -295,18 +295,18 @@ COMMANDS = {"train": train_main, "translate": translate_main}
 
 
 def main(argv: Sequence[str] | None = None):
-    """``python -m tinyformer.cli {train,translate} ...``：把其余参数交给子命令。"""
+    """``python -m tinyformer.translation {train,translate} ...``：把其余参数交给子命令。"""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (["-h"], ["--help"]):
         print(
-            "usage: python -m tinyformer.cli {train,translate} [args]\n"
-            "  train      训练中译英模型（= python -m tinyformer.train）\n"
-            "  translate  用检查点翻译（= python -m tinyformer.translate）\n"
-            "每个子命令的参数见 python -m tinyformer.cli train --help 等。"
+            "usage: python -m tinyformer.translation {train,translate} [args]\n"
+            "  train      训练中译英模型（= python -m tinyformer.translation train）\n"
+            "  translate  用检查点翻译（= python -m tinyformer.translation translate）\n"
+            "每个子命令的参数见 python -m tinyformer.translation train --help 等。"
         )
         return 0
     if not argv or argv[0] not in COMMANDS:
-        Parser(prog="python -m tinyformer.cli").error(
+        Parser(prog="python -m tinyformer.translation").error(
             f"the first argument must be a command, one of {list(COMMANDS)}, "
             f"got {shorten(argv[0]) if argv else 'nothing'}"
         )
@@ -315,3 +315,13 @@ def main(argv: Sequence[str] | None = None):
 
 if __name__ == "__main__":
     sys.exit(run(main))
+
+
+def train_command() -> int:
+    """控制台命令 ``tinyformer-train``（``pyproject.toml`` 的 ``[project.scripts]``）。"""
+    return run(train_main)
+
+
+def translate_command() -> int:
+    """控制台命令 ``tinyformer-translate``（``pyproject.toml`` 的 ``[project.scripts]``）。"""
+    return run(translate_main)

@@ -1,6 +1,6 @@
 r"""看进训练好的翻译器：一句话经过的每一个中间结果（各章网页上的“用训练好的模型看看”）。
 
-:mod:`tinyformer.export` 导出的两张图只给出 memory、logits 和平均的交叉注意力；这里的两张图把
+:mod:`tinyformer.translation.export` 导出的两张图只给出 memory、logits 和平均的交叉注意力；这里的两张图把
 中间的每一步都当作输出：词嵌入（×√C 前后）、位置编码与它们的和，每层每个头的 Q、K、V 与注意力
 权重（编码器自注意力、解码器掩码自注意力、交叉注意力）、子层输出、残差和、LayerNorm 的输入输出
 （以及每个词元的均值、方差）、FFN 的隐藏激活、每个位置的 logits 与概率。
@@ -31,10 +31,10 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_instance, check_positive_int
-from .atomic import atomic_write
-from .layers import EncoderLayer, recording_weights
-from .model import Transformer
+from .._checks import check_instance, check_positive_int
+from ..atomic import atomic_write
+from ..layers import EncoderLayer, recording_weights
+from ..model import Transformer
 from .translator import Translator
 
 __all__ = [
@@ -188,7 +188,7 @@ class EncoderInspection(nn.Module):
     例子::
 
         >>> import torch
-        >>> from tinyformer.pretrained import load_translator
+        >>> from tinyformer.translation.pretrained import load_translator
         >>> model = load_translator().model
         >>> stages = EncoderInspection(model)(torch.tensor([[4, 5, 6]]))
         >>> len(stages) == len(encoder_stage_names(2)), stages[-1].shape
@@ -356,11 +356,11 @@ def inspect(translator: Translator, sentence: str, tgt: Tensor | None = None) ->
     :func:`decoder_stage_names`，外加 ``src_ids``、``tgt_ids``。
 
     解码器一侧送入的是 ``<bos>`` + 贪心译文（不含最后的 ``<eos>``），与
-    :meth:`~tinyformer.translator.Translator.cross_attention` 相同：第 t 行的 logits 就是贪心解码
+    :meth:`~tinyformer.translation.translator.Translator.cross_attention` 相同：第 t 行的 logits 就是贪心解码
     第 t 步选词用的那一行。``tgt`` 给出时用它（形状 (1, T)，第一列是 ``<bos>``）。
 
     参数:
-        translator: :class:`~tinyformer.translator.Translator`。
+        translator: :class:`~tinyformer.translation.translator.Translator`。
         sentence: 一句中文。
         tgt: 解码器的输入（默认 ``None``：用贪心译文）。
 
@@ -405,15 +405,15 @@ def export_inspector(
     """把 :class:`EncoderInspection`、:class:`DecoderInspection` 导出成 ONNX，另写 ``inspector.json``。
 
     参数:
-        translator: :class:`~tinyformer.translator.Translator`，例如
-            ``tinyformer.pretrained.load_translator(600)``。
+        translator: :class:`~tinyformer.translation.translator.Translator`，例如
+            ``tinyformer.translation.pretrained.load_translator(600)``。
         directory: 输出目录（不存在时创建）。
         opset_version: ONNX 算子集版本（默认 17）。
 
     返回:
         ``{"inspect_encoder.onnx": 路径, "inspect_decoder.onnx": 路径, "inspector.json": 路径}``。
         每个文件原子地写。``inspector.json`` 里有词表、特殊词元、模型尺寸、两张图的输出名和
-        :mod:`tinyformer.export` 的拼句规则（同一份 ``translator.json`` 的内容）。
+        :mod:`tinyformer.translation.export` 的拼句规则（同一份 ``translator.json`` 的内容）。
     """
     from .export import _export  # 与网页翻译器同一个 torch.onnx.export 调用（追踪导出器）
 

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from ._checks import shorten
+from .._checks import shorten
 
 __all__ = ["Agreement", "agree", "magnitude"]
 

@@ -11,12 +11,12 @@ r"""把第 8 章训练好的翻译器导出成 ONNX，让网页在读者的浏�
   每步重算整段前缀的代价很小，而一张输入输出固定的图比把每层的 K、V 缓存都当作输入和输出
   （2 × 层数 × 2 个张量、长度逐步增长）简单得多，浏览器端的循环也只有几行。
   最后一步的输入正是 ``<bos>`` + 除 ``<eos>`` 外的全部译文，所以最后一步输出的交叉注意力
-  就是整句的注意力图，与 :meth:`~tinyformer.translator.Translator.cross_attention` 相同。
+  就是整句的注意力图，与 :meth:`~tinyformer.translation.translator.Translator.cross_attention` 相同。
 - ``translator.json``：两张词表、特殊词元的编号、解码长度上限，以及把英文词元拼回句子的规则
   （:func:`~tinyformer.text.detokenize_en` 用的大写词表和标点）。
 
 导出需要 ``onnx``（``torch.onnx.export`` 在内部导入它），在 Python 里核对需要 ``onnxruntime``（都在
-``requirements.txt`` 里）；本模块不导入它们，``import tinyformer.export`` 不需要它们。
+``requirements.txt`` 里）；本模块不导入它们，``import tinyformer.translation.export`` 不需要它们。
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_instance, check_positive_int
-from .atomic import atomic_write
-from .layers import recording_weights
-from .model import Transformer
-from .text import ATTACH_LEFT, SENTENCE_END, capitalization
+from .._checks import check_instance, check_positive_int
+from ..atomic import atomic_write
+from ..layers import recording_weights
+from ..model import Transformer
+from ..text import ATTACH_LEFT, SENTENCE_END, capitalization
 from .translator import Translator
 
 __all__ = ["EncoderGraph", "DecoderStepGraph", "export_translator", "greedy_decode_onnx"]
@@ -55,7 +55,7 @@ class EncoderGraph(nn.Module):
     例子::
 
         >>> import torch
-        >>> from tinyformer.pretrained import load_translator
+        >>> from tinyformer.translation.pretrained import load_translator
         >>> EncoderGraph(load_translator().model)(torch.tensor([[4, 5, 6]])).shape
         torch.Size([1, 3, 128])
     """
@@ -86,7 +86,7 @@ class DecoderStepGraph(nn.Module):
     例子::
 
         >>> import torch
-        >>> from tinyformer.pretrained import load_translator
+        >>> from tinyformer.translation.pretrained import load_translator
         >>> model = load_translator().model
         >>> src, tgt = torch.tensor([[4, 5, 6]]), torch.tensor([[2]])  # 源句 3 个词元；<bos>
         >>> logits, attention = DecoderStepGraph(model)(tgt, model.encode(src), src)
@@ -152,8 +152,8 @@ def export_translator(
     """把翻译器导出成 ``encoder.onnx``、``decoder.onnx`` 和 ``translator.json``，返回三者的路径。
 
     参数:
-        translator: :class:`~tinyformer.translator.Translator`，例如
-            ``tinyformer.pretrained.load_translator(600)``。
+        translator: :class:`~tinyformer.translation.translator.Translator`，例如
+            ``tinyformer.translation.pretrained.load_translator(600)``。
         directory: 输出目录（不存在时创建）。
         opset_version: ONNX 算子集版本（默认 17，onnxruntime-web 与 onnxruntime 都支持）。
 

@@ -7,9 +7,9 @@
 
 权重由 ``python -m tools.ship_weights`` 生成，它运行::
 
-    python -m tinyformer.train --steps 100 --seed 0 --out src/tinyformer/weights/zh_en_step100.pt
-    python -m tinyformer.train --steps 150 --seed 0 --out src/tinyformer/weights/zh_en_step150.pt
-    python -m tinyformer.train --steps 600 --seed 0 --out src/tinyformer/weights/zh_en_step600.pt
+    python -m tinyformer.translation train --steps 100 --seed 0 --out src/tinyformer/translation/weights/zh_en_step100.pt
+    python -m tinyformer.translation train --steps 150 --seed 0 --out src/tinyformer/translation/weights/zh_en_step150.pt
+    python -m tinyformer.translation train --steps 600 --seed 0 --out src/tinyformer/translation/weights/zh_en_step600.pt
 
 并把命令、torch 版本、日期、CPU 和各自的指标写进 ``weights/zh_en.json``（:func:`provenance`）。
 学习率只取决于步数、数据顺序只取决于种子，所以第 100 步的检查点就是 600 步训练途中的第 100 步。
@@ -27,7 +27,7 @@ from .translator import Translator
 __all__ = ["STEPS", "checkpoint_path", "load_translator", "provenance"]
 
 STEPS = (100, 150, 600)  # 随包发布的检查点：训练第 100、150、600 步
-_WEIGHTS = files("tinyformer") / "weights"
+_WEIGHTS = files("tinyformer.translation") / "weights"
 
 
 def checkpoint_path(step: int = 600) -> Path:
@@ -42,7 +42,7 @@ def load_translator(step: int = 600) -> Translator:
 
     例子::
 
-        >>> from tinyformer.pretrained import load_translator
+        >>> from tinyformer.translation.pretrained import load_translator
         >>> load_translator().translate("我明天在学校看小说。")
         'I will read novels at school tomorrow.'
     """

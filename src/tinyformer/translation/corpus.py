@@ -41,7 +41,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .text import Vocab, ZhTokenizer, detokenize_en, tokenize_en
+from ..text import Vocab, ZhTokenizer, detokenize_en, tokenize_en
 
 # ---------------------------------------------------------------------------------------
 # 词典。中文键里的空格标出词的边界（jieba 应切出的词）；句子里去掉空格。

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from ._checks import (
+from .._checks import (
     check_dropout,
     check_floating,
     check_indices,
@@ -31,10 +31,10 @@ from ._checks import (
     check_seed,
     check_tensor,
 )
-from ._random import seeded
+from .._random import seeded
+from ..model import TransformerConfig
+from ..text import Vocab, pad_sequences, tokenize_en
 from .corpus import TranslationCorpus, generate_corpus, zh_tokenizer
-from .model import TransformerConfig
-from .text import Vocab, pad_sequences, tokenize_en
 from .translator import Translator, new_translator
 
 
@@ -69,13 +69,13 @@ def encode_pairs(
     """句对 → (源句编号, 目标句编号)。源句用 ``tokenizer`` 分词，目标句两端加 ``<bos>``/``<eos>``。
 
     参数:
-        pairs: 有 ``.zh``、``.en`` 属性的句对（如 :class:`~tinyformer.corpus.Pair`）。
+        pairs: 有 ``.zh``、``.en`` 属性的句对（如 :class:`~tinyformer.translation.corpus.Pair`）。
         src_vocab, tgt_vocab: 源、目标词表。
-        tokenizer: 中文分词器（默认语料的 ``tinyformer.corpus.zh_tokenizer``，词表是用它建的）。
+        tokenizer: 中文分词器（默认语料的 ``tinyformer.translation.corpus.zh_tokenizer``，词表是用它建的）。
 
     例子::
 
-        >>> from tinyformer.corpus import generate_corpus
+        >>> from tinyformer.translation.corpus import generate_corpus
         >>> corpus = generate_corpus()
         >>> src_vocab, tgt_vocab = corpus.build_vocabs()
         >>> src, tgt = encode_pairs(corpus.train[:1], src_vocab, tgt_vocab)[0]
@@ -349,7 +349,7 @@ def fit_translator(
 
     每 ``eval_every`` 步在 **验证集** 上算一次完全匹配率，记下最好的那一份权重（同分时取较早的）；
     训练结束后把它装回模型。测试集只在最后用一次——挑选权重不能看测试集，否则测试分数就不再是
-    "没见过的数据"上的分数了。``python -m tinyformer.train`` 就是它加上评估和保存检查点。
+    "没见过的数据"上的分数了。``python -m tinyformer.translation train`` 就是它加上评估和保存检查点。
 
     返回:
         (翻译器, 训练记录, 语料, ``{"best_step": 步数, "best_valid_exact_match": 完全匹配率}``)。
