@@ -90,3 +90,32 @@ def test_import_tinyformer_loads_only_the_model():
     assert not any(m.startswith(("tinyformer.translation", "tinyformer.book")) for m in loaded), (
         loaded
     )
+
+
+# ---------------------------------------------------------------- 翻译应用的命令行：两种写法是同一个程序
+
+
+def test_console_scripts_and_python_m_run_the_same_commands():
+    import tomllib
+
+    scripts = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))[
+        "project"
+    ]["scripts"]
+    assert scripts == {
+        "tinyformer-train": "tinyformer.translation.cli:train_command",
+        "tinyformer-translate": "tinyformer.translation.cli:translate_command",
+    }
+    bin_dir = Path(sys.executable).parent
+    for script, command in (("tinyformer-train", "train"), ("tinyformer-translate", "translate")):
+        installed = subprocess.run(
+            [bin_dir / script, "--help"], capture_output=True, text=True, check=True
+        ).stdout
+        module = subprocess.run(
+            [sys.executable, "-m", "tinyformer.translation", command, "--help"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        # 同一个解析器：除了 usage 里的程序名，帮助文字逐字相同
+        assert installed.split("\n", 2)[2] == module.split("\n", 2)[2]
+        assert "--help" in module

@@ -1,9 +1,10 @@
-"""命令行：训练中译英模型、用检查点翻译（第 8 章 8.11 节讲解）。
+"""命令行：训练中译英模型、用检查点翻译（“完整模型”一章的“命令行”一节讲解）。
 
     python -m tinyformer.translation train --seconds 120 --out runs/zh_en.pt
     python -m tinyformer.translation translate --model runs/zh_en.pt "我明天在学校看小说。"
 
-``python -m tinyformer.translation train`` 与 ``python -m tinyformer.translation translate`` 是这两个子命令的简写。
+装好本包后，``tinyformer-train`` 与 ``tinyformer-translate`` 是这两个子命令的简写（``pyproject.toml`` 的
+``[project.scripts]``，即下面的 :func:`train_command` 与 :func:`translate_command`）。
 
 ``train`` 生成语料、训练、在留出的测试集上评估、保存检查点：每 200 步在验证集上评估一次，
 保存验证集上最好的那份权重（见 :func:`~tinyformer.translation.training.fit_translator`）。训练时打印进度条
@@ -300,8 +301,8 @@ def main(argv: Sequence[str] | None = None):
     if argv[:1] in (["-h"], ["--help"]):
         print(
             "usage: python -m tinyformer.translation {train,translate} [args]\n"
-            "  train      训练中译英模型（= python -m tinyformer.translation train）\n"
-            "  translate  用检查点翻译（= python -m tinyformer.translation translate）\n"
+            "  train      训练中译英模型（= tinyformer-train）\n"
+            "  translate  用检查点翻译（= tinyformer-translate）\n"
             "每个子命令的参数见 python -m tinyformer.translation train --help 等。"
         )
         return 0
