@@ -111,12 +111,15 @@ class EncoderLayer(nn.Module):
             - 输出: (B, T, C)
         """
         check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
-        masks = {"key_padding_mask": src_key_padding_mask}
+        return self._sublayers(x, {"key_padding_mask": src_key_padding_mask})  # (B, T, C)
+
+    def _sublayers(self, x: Tensor, masks: dict, cache: KVCache | None = None) -> Tensor:
+        """两个子层连同残差与层归一化；GPT 的块也走这里，只是掩码换成因果掩码、多一个 ``cache``。"""
         if self.norm_first:
-            x = x + self._self_attention_block(self.norm1(x), masks)
+            x = x + self._self_attention_block(self.norm1(x), masks, cache)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
         else:
-            x = self.norm1(x + self._self_attention_block(x, masks))
+            x = self.norm1(x + self._self_attention_block(x, masks, cache))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return x  # (B, T, C)
 
