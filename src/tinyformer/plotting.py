@@ -312,4 +312,3 @@ def draw_architecture(ax=None):
     ax.axis("off")
     ax.set_title("Transformer（编码器–解码器）")
     return ax
-
