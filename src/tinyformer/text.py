@@ -6,6 +6,14 @@
 对它的调整（第 8 章要把“不去”“没买”切开）只改它自己，不碰 jieba 的全局词典 ``jieba.dt``。
 所以导入本包的任何模块都不改变全局状态：jieba 的词典、日志级别，torch 的随机数都原封不动。
 
+中文分词有三个入口，名字说明各是什么：
+
+- :class:`ZhTokenizer` 是 **类**：每个实例有自己的 jieba 词典，``splits`` 指定要强制切开的组合；
+- :func:`tokenize_zh` 是 **函数**：用 jieba 的默认词典（本模块的一个不加 ``splits`` 的实例）切分，
+  各章讲分词、建词表时用它；
+- ``tinyformer.corpus.corpus_tokenizer`` 是中译英 **语料的那个实例**：默认词典外加切开“不去”“没买”
+  这类否定组合，语料的词表、训练和翻译器都用它。
+
 jieba 建词典时会往 stderr 打印 "Building prefix dict ..."，在较旧的 setuptools 上
 ``import jieba`` 还会发出 ``pkg_resources`` 弃用警告。这些输出会进入笔记本保存的结果、
 让 nbval 的比较不稳定，所以建词典时暂时调高 jieba 的日志级别（之后恢复），导入时屏蔽那条警告。

@@ -32,7 +32,7 @@ from ._checks import (
     check_tensor,
 )
 from ._random import seeded
-from .corpus import TranslationCorpus, generate_corpus, zh_tokenizer
+from .corpus import TranslationCorpus, corpus_tokenizer, generate_corpus
 from .model import TransformerConfig
 from .text import Vocab, pad_sequences, tokenize_en
 from .translator import Translator, new_translator
@@ -64,14 +64,14 @@ def encode_pairs(
     pairs: Sequence,
     src_vocab: Vocab,
     tgt_vocab: Vocab,
-    tokenizer: Callable[[str], list[str]] = zh_tokenizer,
+    tokenizer: Callable[[str], list[str]] = corpus_tokenizer,
 ) -> list[tuple[list[int], list[int]]]:
     """句对 → (源句编号, 目标句编号)。源句用 ``tokenizer`` 分词，目标句两端加 ``<bos>``/``<eos>``。
 
     参数:
         pairs: 有 ``.zh``、``.en`` 属性的句对（如 :class:`~tinyformer.corpus.Pair`）。
         src_vocab, tgt_vocab: 源、目标词表。
-        tokenizer: 中文分词器（默认语料的 ``tinyformer.corpus.zh_tokenizer``，词表是用它建的）。
+        tokenizer: 中文分词器（默认语料的 ``tinyformer.corpus.corpus_tokenizer``，词表是用它建的）。
 
     例子::
 

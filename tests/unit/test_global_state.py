@@ -2,7 +2,7 @@
 
 从前 ``translation.py`` 在导入时调用 ``jieba.suggest_freq(..., tune=True)``，改了 jieba 的全局词典：
 翻译器能不能把“不”“没”切开，取决于某处有没有导入一个看起来无关的模块。现在语料有自己的分词器
-（``corpus.zh_tokenizer``），这里在子进程里检查：
+（``corpus.corpus_tokenizer``），这里在子进程里检查：
 
 - 每个模块（用 pkgutil 遍历整个包，子包里新加的模块也算）都当一次"第一个导入的"（清掉已导入的
   ``tinyformer.*`` 再导入它），然后倒序导入其余全部模块；每导入一个都核对 jieba 的全局词典
@@ -89,8 +89,8 @@ TOKENIZE = SNAPSHOT + textwrap.dedent(
     """
     before = snapshot()
     from tinyformer import tokenize_zh
-    from tinyformer.corpus import zh_tokenizer
-    split = zh_tokenizer("他明天不去北京。")
+    from tinyformer.corpus import corpus_tokenizer
+    split = corpus_tokenizer("他明天不去北京。")
     plain = tokenize_zh("他明天不去北京。")
     changed = changes(before)
     with_jieba = jieba.lcut("他明天不去北京。")
