@@ -1,4 +1,4 @@
-"""tinyformer：《动手实现 Transformer》一书所用的小型 PyTorch 包。
+"""tinyformer：《动手学 Transformer》一书所用的小型 PyTorch 包。
 
 每个概念一个模块，从上往下读即可；各模块开头写明讲解它的章节。全书批量维在前，
 形状注释统一用这些字母：
@@ -25,7 +25,7 @@ V     词表大小 vocab_size
     >>> tf.GPT(config)(torch.tensor([[1, 2, 3]])).shape  # (B, T) -> (B, T, V)
     torch.Size([1, 3, 10])
 
-第 8 章的翻译在子模块里，按流程读：``tinyformer.corpus``（语料与它的分词器）、
+“完整模型”一章的翻译在子模块里，按流程读：``tinyformer.corpus``（语料与它的分词器）、
 ``tinyformer.training``（批量、损失、学习率、训练循环、按验证集挑选权重）、
 ``tinyformer.translator``（翻译器：翻译、评估、看交叉注意力）、``tinyformer.checkpoint``
 （存取检查点）、``tinyformer.widgets``（交互控件），以及命令行 ``tinyformer.cli``
@@ -50,31 +50,31 @@ from .positional import PositionalEncoding, shift_matrix, sinusoidal_encoding
 from .text import Vocab, tokenize_en, tokenize_zh
 
 __all__ = [
-    # 第 1、2 章：文本与词嵌入
+    # 文本与词嵌入
     "tokenize_zh",
     "tokenize_en",
     "Vocab",
     "TokenEmbedding",
-    # 第 3、4 章：位置编码
+    # 位置编码
     "sinusoidal_encoding",
     "PositionalEncoding",
     "shift_matrix",
-    # 第 5 章：掩码与注意力
+    # 掩码与注意力
     "causal_mask",
     "padding_mask",
     "scaled_dot_product_attention",
     "MultiHeadAttention",
-    # 第 6 章：层归一化与前馈网络
+    # 层归一化与前馈网络
     "LayerNorm",
     "PositionWiseFFN",
     "NewGELU",
     "Dropout",
-    # 第 7 章：编码器层、解码器层、GPT
+    # 编码器层、解码器层、GPT
     "EncoderLayer",
     "DecoderLayer",
     "GPTConfig",
     "GPT",
-    # 第 8 章：完整模型与增量解码
+    # 完整模型与增量解码
     "TransformerConfig",
     "Transformer",
     "KVCache",

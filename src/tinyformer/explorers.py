@@ -1,4 +1,4 @@
-"""在网页里自己重算的交互图（第 1–8 章各一个"探索器"：1.7、2.8、3.11、4.7、5.12、6.8、7.9、8.13 节）。
+"""在网页里自己重算的交互图（从“Transformer 总览”到“完整模型”每章一个"探索器"，在各章“在网页上探索”一节）。
 
 ``ipywidgets`` 的控件要有 Python 内核才会响应：静态网页上拖动滑块什么也不会重算。这里的探索器
 换一种做法：包在 Python 里 **把每个控件取值的数据都先算好**，画成 Vega-Altair 图，控件是图的参数
@@ -154,11 +154,11 @@ def _control(name: str, value, label: str, widget: str, options=(), labels=None)
     return alt.param(name=name, value=value, bind=bind)
 
 
-# ---------------------------------------------------------------- 第 1 章：长距离依赖
+# ---------------------------------------------------------------- “Transformer 总览”一章：长距离依赖
 
 
 def dependency_data(lengths=(8, 16, 24, 32, 40, 48, 56, 64), scales=(0.5, 0.9, 1.2)) -> list[dict]:
-    r"""最后一个位置的输出对第 t 个输入有多敏感：RNN 与自注意力（第 1 章 总览）。
+    r"""最后一个位置的输出对第 t 个输入有多敏感：RNN 与自注意力（“Transformer 总览”一章）。
 
     RNN :math:`h_t = \tanh(W h_{t-1} + U x_t)`，:math:`W` 是尺度为 ``scale`` 的正交矩阵；
     自注意力是一层 :class:`~tinyformer.MultiHeadAttention`。对固定的随机方向 r，记
@@ -194,7 +194,7 @@ def dependency_data(lengths=(8, 16, 24, 32, 40, 48, 56, 64), scales=(0.5, 0.9, 1
 
 
 def dependency_explorer() -> alt.Chart:
-    """第 1 章的探索器：拖动序列长度 T、换 RNN 循环权重的尺度，看梯度怎样随距离衰减。"""
+    """“Transformer 总览”一章的探索器：拖动序列长度 T、换 RNN 循环权重的尺度，看梯度怎样随距离衰减。"""
     chart = (
         _filtered_by_controls(
             dependency_data(),
@@ -218,7 +218,7 @@ def dependency_explorer() -> alt.Chart:
     return _finish(chart, "最后一个输出对各位置输入的梯度：RNN 与自注意力")
 
 
-# ---------------------------------------------------------------- 第 2 章：×√d_model
+# ---------------------------------------------------------------- “词嵌入”一章：×√d_model
 
 
 _INITS = {
@@ -230,7 +230,7 @@ _INITS = {
 def embedding_scale_data(
     d_models=(16, 32, 64, 128, 256, 512), vocab_size: int = 1000
 ) -> list[dict]:
-    r"""词向量（乘或不乘 √d_model）与位置编码的平均范数（第 2 章 词嵌入）。
+    r"""词向量（乘或不乘 √d_model）与位置编码的平均范数（“词嵌入”一章）。
 
     词表 ``vocab_size`` 个词的嵌入按两种初始化各抽一次（种子固定），位置编码取前 100 个位置。
     返回的行：``init``、``d_model``、``scaled``（是否乘 √d_model）、``what``（"词向量" 或
@@ -254,7 +254,7 @@ def embedding_scale_data(
 
 
 def embedding_scale_explorer() -> alt.LayerChart:
-    """第 2 章的探索器：换 d_model、初始化、是否乘 √d_model，比较词向量与位置编码的大小。"""
+    """“词嵌入”一章的探索器：换 d_model、初始化、是否乘 √d_model，比较词向量与位置编码的大小。"""
     rows = embedding_scale_data()
     d_model = _control("d_model", 64, "d_model", "select", sorted({r["d_model"] for r in rows}))
     init = _control("init", list(_INITS)[0], "初始化", "radio", _INITS)
@@ -287,13 +287,13 @@ def embedding_scale_explorer() -> alt.LayerChart:
     )
 
 
-# ---------------------------------------------------------------- 第 3 章：位置编码曲线
+# ---------------------------------------------------------------- “位置编码”一章：位置编码曲线
 
 
 def positional_curves_data(
     d_model: int = 32, bases=(100.0, 1000.0, 10000.0), max_len: int = 48
 ) -> list[dict]:
-    """第 i 对维度 (2i, 2i+1) 的位置编码随位置变化的曲线（第 3 章 位置编码）。
+    """第 i 对维度 (2i, 2i+1) 的位置编码随位置变化的曲线（“位置编码”一章）。
 
     值取自 :func:`~tinyformer.sinusoidal_encoding`（先转成 float64 再舍入到 4 位小数）。
     返回的行：``base``、``i``、``pos``、``sin``（第 2i 维）、``cos``（第 2i+1 维）。
@@ -316,7 +316,7 @@ def positional_curves_data(
 
 
 def positional_curves_explorer() -> alt.Chart:
-    """第 3 章的探索器：拖动维度对 i、换底数 base，看 sin/cos 曲线的频率怎样变化。"""
+    """“位置编码”一章的探索器：拖动维度对 i、换底数 base，看 sin/cos 曲线的频率怎样变化。"""
     chart = (
         _filtered_by_controls(
             positional_curves_data(),
@@ -339,13 +339,13 @@ def positional_curves_explorer() -> alt.Chart:
     return _finish(chart, "d_model = 32：第 i 对维度的 sin 与 cos，i 越大波长越长")
 
 
-# ---------------------------------------------------------------- 第 4 章：PE(p)·PE(p+k)
+# ---------------------------------------------------------------- “位置编码问答与证明”一章：PE(p)·PE(p+k)
 
 
 def relative_position_data(
     d_models=(32, 128), starts=(0, 10, 20, 30, 40), k_max: int = 40
 ) -> list[dict]:
-    r"""点积 PE(p)·PE(p+k) 随 k 的变化，正确的 sin/cos 成对编码与"只用 sin"对比（第 4 章）。
+    r"""点积 PE(p)·PE(p+k) 随 k 的变化，正确的 sin/cos 成对编码与"只用 sin"对比（“位置编码问答与证明”一章）。
 
     成对编码时 :math:`PE(p)\cdot PE(p+k) = \sum_i \cos(k\omega_i)`，与 p 无关；只用 sin 时
     :math:`\sum_i \sin(p\omega_i)\sin((p+k)\omega_i)` 随 p 而变。k 取 −``k_max``…``k_max``，
@@ -376,7 +376,7 @@ def relative_position_data(
 
 
 def relative_position_explorer() -> alt.Chart:
-    """第 4 章的探索器：移动起点 p——成对编码的曲线纹丝不动，只用 sin 的曲线跟着变。"""
+    """“位置编码问答与证明”一章的探索器：移动起点 p——成对编码的曲线纹丝不动，只用 sin 的曲线跟着变。"""
     rows = relative_position_data()
     p = _control("p", 0, "起点 p", "range", sorted({r["p"] for r in rows}))
     encodings = ["sin/cos 成对（论文）", "只用 sin"]
@@ -430,7 +430,7 @@ def _heatmap(base: alt.Chart, scheme: str, tooltip: list, text) -> alt.LayerChar
     return alt.layer(cells, labels)
 
 
-# ---------------------------------------------------------------- 第 5 章：注意力权重
+# ---------------------------------------------------------------- “注意力机制”一章：注意力权重
 
 
 _SENTENCE = ["我", "爱", "北京", "天安门", "<pad>", "<pad>"]
@@ -449,7 +449,7 @@ def _mask(kind: str, T: int, valid: int) -> Tensor | None:
 
 
 def attention_data(head_dims=(4, 16, 64)) -> list[dict]:
-    r"""一句话的自注意力权重：掩码 × 是否除以 √d_k × d_k（第 5 章 注意力机制）。
+    r"""一句话的自注意力权重：掩码 × 是否除以 √d_k × d_k（“注意力机制”一章）。
 
     词向量与投影 :math:`W_Q, W_K` 都是固定种子的标准正态（float64），于是 :math:`q\cdot k` 的方差
     约为 d_k：不除以 √d_k 时 d_k 越大 softmax 越接近 one-hot（饱和）。
@@ -477,7 +477,7 @@ def attention_data(head_dims=(4, 16, 64)) -> list[dict]:
 
 
 def attention_explorer() -> alt.LayerChart:
-    """第 5 章的探索器：换掩码、是否除以 √d_k、d_k，看注意力权重矩阵怎样变。"""
+    """“注意力机制”一章的探索器：换掩码、是否除以 √d_k、d_k，看注意力权重矩阵怎样变。"""
     rows = attention_data()
     mask = _control("mask", _MASKS[0], "掩码", "select", _MASKS)
     scaled = _control("scaled", True, "除以 √d_k", "checkbox")
@@ -502,11 +502,11 @@ def attention_explorer() -> alt.LayerChart:
     return _finish(chart, "“我爱北京天安门”的注意力权重（后两个是填充词元）")
 
 
-# ---------------------------------------------------------------- 第 6 章：pre-LN 与 post-LN
+# ---------------------------------------------------------------- “层归一化、残差与前馈网络”一章：pre-LN 与 post-LN
 
 
 def layer_norm_gradient_data(depths=(2, 4, 6, 8, 12), d_model: int = 32) -> list[dict]:
-    r"""刚初始化时各层参数的梯度范数：post-LN 与 pre-LN（第 6 章 层归一化、残差与前馈网络）。
+    r"""刚初始化时各层参数的梯度范数：post-LN 与 pre-LN（“层归一化、残差与前馈网络”一章）。
 
     堆叠 ``depth`` 个 :class:`~tinyformer.EncoderLayer`（float64，种子固定），pre-LN 的最后再加一个
     LayerNorm（与 GPT-2 相同）；输入是固定的随机张量，损失是输出与固定随机目标的均方误差。
@@ -540,7 +540,7 @@ def layer_norm_gradient_data(depths=(2, 4, 6, 8, 12), d_model: int = 32) -> list
 
 
 def layer_norm_gradient_explorer() -> alt.Chart:
-    """第 6 章的探索器：换层数与 LayerNorm 的位置，看各层梯度的大小。"""
+    """“层归一化、残差与前馈网络”一章的探索器：换层数与 LayerNorm 的位置，看各层梯度的大小。"""
     rows = layer_norm_gradient_data()
     depth = _control("depth", 6, "层数", "select", sorted({r["depth"] for r in rows}))
     placements = ["post-LN", "pre-LN"]
@@ -564,7 +564,7 @@ def layer_norm_gradient_explorer() -> alt.Chart:
     return _finish(chart, "刚初始化时各层参数的梯度范数：post-LN 与 pre-LN")
 
 
-# ---------------------------------------------------------------- 第 7 章：编码器与解码器的掩码
+# ---------------------------------------------------------------- “编码器与解码器”一章：编码器与解码器的掩码
 
 
 _SOURCE = ["我", "爱", "北京", "<pad>"]
@@ -573,7 +573,7 @@ _KINDS = ("编码器自注意力", "解码器掩码自注意力", "解码器交�
 
 
 def encoder_decoder_data(d_model: int = 16) -> list[dict]:
-    """一个编码器层与一个解码器层（未训练，种子固定，float64）里三种注意力的权重（第 7 章）。
+    """一个编码器层与一个解码器层（未训练，种子固定，float64）里三种注意力的权重（“编码器与解码器”一章）。
 
     源句 "我 爱 北京 <pad>"，目标输入 "<bos> i love beijing"。编码器自注意力用源句的填充掩码；
     解码器自注意力用因果掩码；交叉注意力的查询是目标词元、键是源词元，用源句的填充掩码。
@@ -612,7 +612,7 @@ def encoder_decoder_data(d_model: int = 16) -> list[dict]:
 
 
 def encoder_decoder_explorer() -> alt.LayerChart:
-    """第 7 章的探索器：选一种注意力、开关源句的填充掩码，看谁能关注谁、关注多少。"""
+    """“编码器与解码器”一章的探索器：选一种注意力、开关源句的填充掩码，看谁能关注谁、关注多少。"""
     rows = encoder_decoder_data()
     kind = _control("kind", _KINDS[0], "注意力", "radio", _KINDS)
     pad_mask = _control("pad_mask", True, "遮住源句的填充", "checkbox")
@@ -631,11 +631,11 @@ def encoder_decoder_explorer() -> alt.LayerChart:
     return _finish(chart, "编码器与解码器里的三种注意力（× 是被掩码遮住的位置）")
 
 
-# ---------------------------------------------------------------- 第 8 章：训练好的模型
+# ---------------------------------------------------------------- “完整模型”一章：训练好的模型
 
 
 def checkpoint_data(num_sentences: int = 12, beam_size: int = 4) -> dict[str, list[dict]]:
-    """随包发布的模型在测试句上的交叉注意力与译文，按检查点与解码方式（第 8 章）。
+    """随包发布的模型在测试句上的交叉注意力与译文，按检查点与解码方式（“完整模型”一章）。
 
     取 ``generate_corpus(seed=0)`` 的前 ``num_sentences`` 个测试句（训练时没见过的搭配），
     对 :data:`tinyformer.pretrained.STEPS` 的每个检查点：贪心解码时最后一个解码器层的交叉注意力
@@ -686,7 +686,7 @@ def checkpoint_data(num_sentences: int = 12, beam_size: int = 4) -> dict[str, li
 
 
 def checkpoint_explorer(num_sentences: int = 12) -> alt.VConcatChart:
-    """第 8 章的探索器：选一个测试句、一个检查点，看交叉注意力和贪心/束搜索的译文。"""
+    """“完整模型”一章的探索器：选一个测试句、一个检查点，看交叉注意力和贪心/束搜索的译文。"""
     data = checkpoint_data(num_sentences)
     steps = sorted({row["step"] for row in data["cells"]})
     sentences = data["sentences"]

@@ -1,4 +1,4 @@
-"""``python -m tinyformer.train ...`` = ``python -m tinyformer.cli train ...``（第 8 章 8.11 节）。
+"""``python -m tinyformer.train ...`` = ``python -m tinyformer.cli train ...``（“完整模型”一章“命令行”一节）。
 
     python -m tinyformer.train --seconds 120 --out runs/zh_en.pt
     python -m tinyformer.train --steps 600 --seed 1

@@ -1,4 +1,4 @@
-"""``python -m tinyformer.translate ...`` = ``python -m tinyformer.cli translate ...``（第 8 章 8.11 节）。
+"""``python -m tinyformer.translate ...`` = ``python -m tinyformer.cli translate ...``（“完整模型”一章“命令行”一节）。
 
     python -m tinyformer.translate --model runs/zh_en.pt "我明天在学校看小说。" "他昨天没去北京。"
 
