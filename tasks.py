@@ -3,7 +3,7 @@
     python3 tasks.py book      建 .venv、安装 requirements.txt、取前端文件（npm）、严格构建 HTML（-W -n --keep-going）
     python3 tasks.py test      建 .venv、安装 requirements.txt、ruff + 单元测试 + 各章 nbval（本机配置与两种强制的 CPU 配置）
     python3 tasks.py test -k attention   其余参数原样交给 pytest（只跑一遍，本机配置）
-    python3 tasks.py execute [chapters/xx.ipynb ...]   改了代码后重新执行笔记本、保存输出
+    python3 tasks.py execute [chapters/ch05_attention.ipynb ...]   改了代码后重新执行笔记本、保存输出
     python3 tasks.py edition   由 chapters/ 与构建生成笔记本版 edition/、由 requirements.txt 生成 binder/requirements.txt
     python3 tasks.py pdf       全书 PDF（单页 HTML + 无头 chromium），写到 _build/pdf/ 和 _build/html/
     python3 tasks.py dev       另装开发工具：pre-commit、jupyterlab（README 里提到的）

@@ -1,7 +1,7 @@
 """重新执行各章笔记本并把输出存回原文件，可复现：连续运行两次，文件逐字节相同（打印用时的单元格除外）。
 
     python -m tools.execute_notebooks                     # 执行 _toc.yml 里的全部笔记本
-    python -m tools.execute_notebooks chapters/ch05.ipynb # 只执行指定的笔记本
+    python -m tools.execute_notebooks chapters/ch05_attention.ipynb # 只执行指定的笔记本
 
 与 ``jupyter nbconvert --execute --inplace`` 的区别：
 - 不记录执行时间（``record_timing=False``），单元格元数据里没有时间戳；

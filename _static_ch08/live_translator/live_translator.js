@@ -6,7 +6,7 @@
  * 与 Python 包做同样的事：
  *   1. 分词：jieba 不能在浏览器里运行。语料里的句子只由源词表里的词组成，用词表做正向最大匹配
  *      （每次从当前位置取词表里最长的词）；tests/test_live_translator.py 用 node 运行本文件的 segment，
- *      核对它在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（tinyformer.translation.corpus.zh_tokenizer）逐句相同。
+ *      核对它在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（tinyformer.translation.corpus.corpus_tokenizer）逐句相同。
  *      词表里没有的字连成一段，当作一个不认识的词，报错的措辞与命令行 python -m tinyformer.translation translate 相同。
  *   2. 贪心解码：编码一次，然后每步把整段前缀送进 decoder.onnx，取最后一个位置 logits 的最大者，
  *      直到 <eos> 或 max_len 个词元（与 tinyformer.greedy_decode 相同）。
@@ -17,7 +17,7 @@
 (function () {
   "use strict";
 
-  // ---- 分词（与 tinyformer.translation.corpus.zh_tokenizer 在语料上相同）----
+  // ---- 分词（与 tinyformer.translation.corpus.corpus_tokenizer 在语料上相同）----
 
   /** 正向最大匹配：句子 → 词的列表；不在词表里的连续字符合成一个词，空白被跳过（jieba 也丢掉空白）。 */
   function segment(sentence, words) {

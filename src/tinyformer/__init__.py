@@ -1,4 +1,4 @@
-"""tinyformer：《动手实现 Transformer》一书所用的小型 PyTorch 包。
+"""tinyformer：《动手学 Transformer》一书所用的小型 PyTorch 包。
 
 每个概念一个模块，从上往下读即可；各模块开头写明讲解它的章节。全书批量维在前，
 形状注释统一用这些字母：

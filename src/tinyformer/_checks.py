@@ -17,20 +17,30 @@ from torch import Tensor
 SEED_LIMIT = 2**32  # 种子的范围 [0, 2**32)：torch、random、numpy 都接受，seed + epoch 也不会溢出
 
 
-def shorten(value, limit: int = 60) -> str:
+def shorten(value, limit: int = 60, *, chinese: bool = False) -> str:
     """``repr(value)``，太长时只保留开头，并注明原来有多长（消息里引用用户的输入时用）。
+
+    本包的异常消息都是英文，所以默认用英文注明长度；``chinese=True`` 给命令行打印给读者的中文消息用。
 
     例子::
 
         >>> shorten("我明天去北京")
         "'我明天去北京'"
         >>> shorten("好" * 1000, limit=10)
+        "'好好好好好好好好好好'… (1000 characters)"
+        >>> shorten("好" * 1000, limit=10, chinese=True)
         "'好好好好好好好好好好'…（共 1000 个字符）"
     """
     if isinstance(value, str) and len(value) > limit:
-        return f"{value[:limit]!r}…（共 {len(value)} 个字符）"
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}…（repr 共 {len(text)} 个字符）"
+        head, n, of = repr(value[:limit]), len(value), ""
+    else:
+        text = repr(value)
+        if len(text) <= limit:
+            return text
+        head, n, of = text[:limit], len(text), "repr "
+    if chinese:
+        return f"{head}…（{of}共 {n} 个字符）"
+    return f"{head}… ({n} characters{' in its repr' if of else ''})"
 
 
 # 一层 Transformer 在参数之外的开销（Python 对象、张量头、模块字典），实测 50–70 KB

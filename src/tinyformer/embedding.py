@@ -1,4 +1,4 @@
-"""词嵌入：编号 → 向量（第 2 章 2.3–2.6 节讲解）。
+"""词嵌入：编号 → 向量（“词嵌入”一章讲解）。
 
 嵌入层就是一张查找表 E，形状 (vocab_size, d_model)：编号 i 取出第 i 行。
 它等价于 one-hot 向量乘以 E，只是不必真的造出 one-hot。
@@ -29,7 +29,7 @@ class TokenEmbedding(nn.Module):
         = \mathrm{onehot}(x)\, E \cdot \sqrt{d_{model}}
 
     论文 §3.4 让嵌入与 softmax 前的输出投影共享同一个权重 E，并把嵌入乘以
-    :math:`\sqrt{d_{model}}`（第 2 章用实测数字讨论这个缩放）。
+    :math:`\sqrt{d_{model}}`（“词嵌入”一章用实测数字讨论这个缩放）。
 
     参数:
         vocab_size: 词表大小 V。

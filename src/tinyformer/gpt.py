@@ -1,8 +1,8 @@
-r"""只有解码器的因果语言模型（GPT 式）（第 7 章 7.5、7.6 节讲解）。
+r"""只有解码器的因果语言模型（GPT 式）（“编码器与解码器”一章讲解）。
 
 GPT 的块 = 自注意力 + 前馈网络，自注意力带因果掩码，没有交叉注意力——这正是
 :class:`~tinyformer.EncoderLayer` 加上因果掩码，所以这里的 :class:`GPTBlock` 就是它，
-只多一个逐词生成用的键/值缓存（第 8 章）。
+只多一个逐词生成用的键/值缓存（“完整模型”一章）。
 和 GPT-2 一样：学到的位置嵌入、pre-LN、NewGELU、末尾再加一个 LayerNorm、输出层与词嵌入共享权重。
 """
 
@@ -49,7 +49,9 @@ class GPTConfig:
         dropout: 丢弃概率（默认 0.0）。
         activation: 默认 ``"gelu_tanh"``（GPT-2 的 NewGELU），也可以是 ``"relu"``、``"gelu"``。
         norm_first: 默认 ``True``（pre-LN，GPT-2）。
-        tie_weights: 输出层是否与词嵌入共享权重（默认 ``True``）。
+        tie_output: 输出层是否与词嵌入共享权重（默认 ``True``）。与
+            :class:`~tinyformer.TransformerConfig` 同名；模块的名字也与 :class:`~tinyformer.Transformer`
+            相同：输出层 ``output``、末尾的 LayerNorm ``decoder_norm``（GPT 只有解码器）。
 
     例子::
 
@@ -67,7 +69,7 @@ class GPTConfig:
     dropout: float = 0.0
     activation: str = "gelu_tanh"
     norm_first: bool = True
-    tie_weights: bool = True
+    tie_output: bool = True
 
     def __post_init__(self):
         for name in ("vocab_size", "max_len", "d_model", "num_heads", "num_layers"):
@@ -80,7 +82,7 @@ class GPTConfig:
         check_dropout("dropout", self.dropout)
         check_choice("activation", self.activation, ACTIVATIONS)
         check_bool("norm_first", self.norm_first)
-        check_bool("tie_weights", self.tie_weights)
+        check_bool("tie_output", self.tie_output)
 
 
 class GPTBlock(EncoderLayer):
@@ -109,13 +111,7 @@ class GPTBlock(EncoderLayer):
             - 输出: (B, T, C)
         """
         check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
-        if self.norm_first:
-            x = x + self._self_attention_block(self.norm1(x), {"attn_mask": attn_mask}, cache)
-            x = x + self.dropout2(self.ffn(self.norm2(x)))
-        else:
-            x = self.norm1(x + self._self_attention_block(x, {"attn_mask": attn_mask}, cache))
-            x = self.norm2(x + self.dropout2(self.ffn(x)))
-        return x  # (B, T, C)
+        return self._sublayers(x, {"attn_mask": attn_mask}, cache)  # (B, T, C)
 
 
 class GPT(nn.Module):
@@ -127,7 +123,7 @@ class GPT(nn.Module):
         \mathrm{logits} = \mathrm{LN}(h_L)\, W_{out}^\top
 
     词嵌入不乘 √C（GPT-2 也不乘）；位置用 **学到的** 位置嵌入 P（``nn.Embedding(max_len, C)``，
-    GPT-2 的做法），所以序列不能超过 max_len。``tie_weights=True`` 时 :math:`W_{out} = E`。
+    GPT-2 的做法），所以序列不能超过 max_len。``tie_output=True`` 时 :math:`W_{out} = E`。
     初始化同 GPT-2：线性层和嵌入的权重 ~ N(0, 0.02²)，偏置为 0，LayerNorm 的 γ=1、β=0。
     ``norm_first=False`` 时没有末尾的 LayerNorm（post-LN 的每层已以 LayerNorm 结尾）。
 
@@ -164,7 +160,7 @@ class GPT(nn.Module):
         super().__init__()
         check_instance("config", config, GPTConfig)
         self.config = c = config
-        embeddings = (c.vocab_size * (1 if c.tie_weights else 2) + c.max_len) * c.d_model
+        embeddings = (c.vocab_size * (1 if c.tie_output else 2) + c.max_len) * c.d_model
         needed = 4 * embeddings + layer_stack_bytes(c.d_model, c.d_ff, 1, c.num_layers)
         sizes = (
             f"vocab_size={c.vocab_size}, d_model={c.d_model}, d_ff={c.d_ff}, max_len={c.max_len}"
@@ -179,16 +175,16 @@ class GPT(nn.Module):
                 for _ in range(c.num_layers)
             ]
         )
-        self.final_norm = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
-        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)  # W_out: C -> V
+        self.decoder_norm = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)  # W_out: C -> V
 
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(module.weight, mean=0.0, std=0.02)
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
-        if c.tie_weights:
-            self.lm_head.weight = self.token_embedding.embedding.weight  # 同一个 (V, C) 参数
+        if c.tie_output:
+            self.output.weight = self.token_embedding.embedding.weight  # 同一个 (V, C) 参数
 
     def forward(self, ids: Tensor, cache: KVCache | None = None) -> Tensor:
         check_tensor("ids", ids, "(B, T)")
@@ -203,8 +199,8 @@ class GPT(nn.Module):
         mask = causal_mask(T, device=ids.device, start=start)  # (T, start + T)
         for layer in self.layers:
             x = layer(x, attn_mask=mask, cache=cache)  # (B, T, C)
-        x = self.final_norm(x)
-        return self.lm_head(x)  # (B, T, C) @ (C, V) -> (B, T, V)
+        x = self.decoder_norm(x)
+        return self.output(x)  # (B, T, C) @ (C, V) -> (B, T, V)
 
     @torch.no_grad()
     def generate(

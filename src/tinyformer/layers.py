@@ -1,4 +1,4 @@
-r"""编码器层与解码器层（第 7 章 7.1–7.3 节讲解）。
+r"""编码器层与解码器层（“编码器与解码器”一章讲解）。
 
 每个子层（注意力或前馈网络）都包在"残差 + 层归一化"里，有两种放法：
 
@@ -111,17 +111,20 @@ class EncoderLayer(nn.Module):
             - 输出: (B, T, C)
         """
         check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
-        masks = {"key_padding_mask": src_key_padding_mask}
+        return self._sublayers(x, {"key_padding_mask": src_key_padding_mask})  # (B, T, C)
+
+    def _sublayers(self, x: Tensor, masks: dict, cache: KVCache | None = None) -> Tensor:
+        """两个子层连同残差与层归一化；GPT 的块也走这里，只是掩码换成因果掩码、多一个 ``cache``。"""
         if self.norm_first:
-            x = x + self._self_attention_block(self.norm1(x), masks)
+            x = x + self._self_attention_block(self.norm1(x), masks, cache)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
         else:
-            x = self.norm1(x + self._self_attention_block(x, masks))
+            x = self.norm1(x + self._self_attention_block(x, masks, cache))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return x  # (B, T, C)
 
     def _self_attention_block(self, x: Tensor, masks: dict, cache: KVCache | None = None):
-        """自注意力子层（残差之前的部分）；解码器层和 GPT 的块逐词生成时传入 ``cache``（第 8 章）。
+        """自注意力子层（残差之前的部分）；解码器层和 GPT 的块逐词生成时传入 ``cache``（“完整模型”一章）。
 
         ``masks`` 是传给 :class:`~tinyformer.MultiHeadAttention` 的 ``attn_mask``、``key_padding_mask``。
         """
@@ -214,7 +217,7 @@ class DecoderLayer(nn.Module):
             tgt_mask: 自注意力的注意力掩码（默认 ``None``）；通常是 :func:`~tinyformer.causal_mask`。
             tgt_key_padding_mask: 目标端填充掩码（默认 ``None``），``tgt != pad_id``。
             memory_key_padding_mask: 源句的填充掩码（默认 ``None``），``src != pad_id``。
-            cache: :class:`~tinyformer.KVCache`，逐词生成用（第 8 章，默认 ``None``）：
+            cache: :class:`~tinyformer.KVCache`，逐词生成用（“完整模型”一章，默认 ``None``）：
                 自注意力把新词元的 K、V 接在缓存后面，交叉注意力只在第一次计算 memory 的 K、V。
 
         形状:

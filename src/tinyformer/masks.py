@@ -1,4 +1,4 @@
-"""注意力掩码：因果掩码与填充掩码（第 5 章 5.2、5.6–5.8 节讲解）。
+"""注意力掩码：因果掩码与填充掩码（“注意力机制”一章讲解）。
 
 约定：**True 表示"可以关注"**，与 ``torch.nn.functional.scaled_dot_product_attention``
 相同（注意 ``torch.nn.MultiheadAttention`` 的 ``key_padding_mask``/bool ``attn_mask``

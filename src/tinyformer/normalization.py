@@ -1,7 +1,7 @@
-r"""层归一化（第 6 章 6.1–6.4 节讲解）。
+r"""层归一化（“层归一化、残差与前馈网络”一章讲解）。
 
 LayerNorm 在每个词元自己的 C 个特征上求均值和方差，与批里别的句子、别的位置无关；
-所以变长、带填充的批次不会污染它的统计量（BatchNorm 则会，第 6 章实测）。
+所以变长、带填充的批次不会污染它的统计量（BatchNorm 则会，“层归一化、残差与前馈网络”一章实测）。
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 class LayerNorm(nn.Module):
-    r"""层归一化，与 ``torch.nn.LayerNorm(d_model, eps)`` 计算同一个函数（第 6.4 节从零实现并核对）。
+    r"""层归一化，与 ``torch.nn.LayerNorm(d_model, eps)`` 计算同一个函数（“从零实现层归一化”一节实现并核对）。
 
     .. math::
 
@@ -71,7 +71,7 @@ class LayerNorm(nn.Module):
             bias = None if self.bias is None else self.bias.float()
             y = F.layer_norm(x.float(), (self.d_model,), weight, bias, self.eps)
             return y.to(x.dtype)
-        # 上面的公式（第 6.4 节逐项写出，并核对它与 F.layer_norm 相同）交给 torch 的融合内核：
+        # 上面的公式（“从零实现层归一化”一节逐项写出，并核对它与 F.layer_norm 相同）交给 torch 的融合内核：
         # 前向、反向各一个算子，而不是十来个逐元素运算（benchmarks/ 里实测快一个数量级）
         return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)  # (..., C)
 

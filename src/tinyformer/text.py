@@ -1,10 +1,18 @@
-"""文本 → 词元 → 编号：分词器与词表（第 1 章 1.3 节、第 2 章讲解；``pad_sequences`` 与
-``detokenize_en`` 是第 8 章 8.2 节的批量与还原句子用的）。
+"""文本 → 词元 → 编号：分词器与词表（“Transformer 总览”一章、“词嵌入”一章讲解；``pad_sequences`` 与
+``detokenize_en`` 是“完整模型”一章的批量与还原句子用的）。
 
 中文没有空格，先要 *分词*（tokenization）才能查表；本书用 jieba。分词器是一个显式的对象
 :class:`ZhTokenizer`：它有 **自己的** jieba 词典（``jieba.Tokenizer()``），第一次使用时才建好，
-对它的调整（第 8 章要把“不去”“没买”切开）只改它自己，不碰 jieba 的全局词典 ``jieba.dt``。
+对它的调整（“完整模型”一章要把“不去”“没买”切开）只改它自己，不碰 jieba 的全局词典 ``jieba.dt``。
 所以导入本包的任何模块都不改变全局状态：jieba 的词典、日志级别，torch 的随机数都原封不动。
+
+中文分词有三个入口，名字说明各是什么：
+
+- :class:`ZhTokenizer` 是 **类**：每个实例有自己的 jieba 词典，``splits`` 指定要强制切开的组合；
+- :func:`tokenize_zh` 是 **函数**：用 jieba 的默认词典（本模块的一个不加 ``splits`` 的实例）切分，
+  各章讲分词、建词表时用它；
+- ``tinyformer.translation.corpus.corpus_tokenizer`` 是中译英 **语料的那个实例**：默认词典外加切开“不去”“没买”
+  这类否定组合，语料的词表、训练和翻译器都用它。
 
 jieba 建词典时会往 stderr 打印 "Building prefix dict ..."，在较旧的 setuptools 上
 ``import jieba`` 还会发出 ``pkg_resources`` 弃用警告。这些输出会进入笔记本保存的结果、
@@ -23,6 +31,8 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import Tensor
 
+from ._checks import shorten
+
 with warnings.catch_warnings():
     # 旧版 setuptools 上 jieba 导入 pkg_resources 会告警；与本书无关，静默之。
     warnings.simplefilter("ignore")
@@ -35,7 +45,7 @@ _EN_TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+|[^\sA-Za-z\d]")
 
 
 class ZhTokenizer:
-    """中文分词器：一个自己拥有 jieba 词典的对象（第 1 章 1.3 节；第 8 章 8.2 节用 ``splits``）。
+    """中文分词器：一个自己拥有 jieba 词典的对象（“Transformer 总览”一章；“完整模型”一章用 ``splits``）。
 
     jieba 的模块级函数（``jieba.lcut``）共用一个全局词典 ``jieba.dt``，谁改了它，别处的分词
     也跟着变。这里每个分词器有自己的 ``jieba.Tokenizer()``，第一次分词时才建好（约 1 秒，
@@ -173,7 +183,7 @@ def capitalization(proper_nouns: Iterable[str] = ()) -> dict[str, str]:
 
 
 def detokenize_en(tokens: Sequence[str], proper_nouns: Iterable[str] = ()) -> str:
-    """``tokenize_en`` 的逆：把小写的英文词元拼回句子（第 8 章 8.2 节）。
+    """``tokenize_en`` 的逆：把小写的英文词元拼回句子（“完整模型”一章）。
 
     标点贴住前一个词，句首和 ``i`` 大写，``proper_nouns`` 里的词（如 ``"Beijing"``）按它的写法
     还原。对只含这些专名的句子 ``s``，``tokenize_en(detokenize_en(tokenize_en(s), 专名)) ==
@@ -182,7 +192,7 @@ def detokenize_en(tokens: Sequence[str], proper_nouns: Iterable[str] = ()) -> st
 
     参数:
         tokens: 词元列表，如 ``['i', 'will', 'go', 'to', 'beijing', 'tomorrow', '.']``。
-        proper_nouns: 要大写的专名（第 8 章的语料见 ``tinyformer.translation.corpus.PROPER_NOUNS``）。
+        proper_nouns: 要大写的专名（“完整模型”一章的语料见 ``tinyformer.translation.corpus.PROPER_NOUNS``）。
 
     例子::
 
@@ -236,7 +246,7 @@ class Vocab:
         for i, sentence in enumerate(sentences):
             if isinstance(sentence, str):
                 raise TypeError(
-                    f"sentences must hold lists of tokens, got the str {sentence!r} at index {i}; "
+                    f"sentences must hold lists of tokens, got the str {shorten(sentence)} at index {i}; "
                     "tokenize it first (tokenize_zh / tokenize_en)"
                 )
             counts.update(sentence)
@@ -286,7 +296,7 @@ class Vocab:
         """词元 → 编号；未登录词变成 ``<unk>`` 的编号。"""
         if isinstance(tokens, str):
             raise TypeError(
-                f"tokens must be a list of tokens, not the str {tokens!r}; tokenize it first"
+                f"tokens must be a list of tokens, not the str {shorten(tokens)}; tokenize it first"
             )
         ids = [self.stoi.get(tok, self.unk_id) for tok in tokens]
         return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
@@ -315,7 +325,7 @@ class Vocab:
 
 
 def pad_sequences(sequences: Sequence[Sequence[int]], pad_id: int) -> Tensor:
-    """把长短不一的编号序列用 ``pad_id`` 在右边补齐成 (N, 最长长度) 的张量（第 7 章 7.7 节、第 8 章 8.2 节）。
+    """把长短不一的编号序列用 ``pad_id`` 在右边补齐成 (N, 最长长度) 的张量（“编码器与解码器”一章、“完整模型”一章）。
 
     例子::
 

@@ -1,6 +1,6 @@
 """第 8 章网页翻译器的浏览器端脚本（_static_ch08/live_translator/live_translator.js）与它在网站里的文件。
 
-- 分词：用 node 运行网页上的 segment，在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（corpus.zh_tokenizer）逐句相同；
+- 分词：用 node 运行网页上的 segment，在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（corpus.corpus_tokenizer）逐句相同；
 - 报错：不认识的词，消息与 Translator.tokenize（命令行打印的）一字不差；
 - 拼句：网页上的 detokenize 与 detokenize_en 相同；热力图的色标与 matplotlib 的 viridis 相同；
 - 网站：模型 + 运行时不超过 8 MB，只有第 8 章的页面引用它们，网站上的模型等于随包权重的新导出。
@@ -27,7 +27,7 @@ from tinyformer.text import (
     tokenize_en,
 )
 from tinyformer.translation import cli
-from tinyformer.translation.corpus import PROPER_NOUNS, generate_corpus, zh_tokenizer
+from tinyformer.translation.corpus import PROPER_NOUNS, corpus_tokenizer, generate_corpus
 from tinyformer.translation.pretrained import load_translator
 
 SCRIPT = ROOT / "_static_ch08" / "live_translator" / "live_translator.js"
@@ -77,7 +77,7 @@ def test_browser_segmentation_equals_jieba_on_the_whole_corpus(node, words):
         {"sentences": sentences, "words": words},
     )
     different = [
-        s for s, tokens in zip(sentences, segmented, strict=True) if tokens != zh_tokenizer(s)
+        s for s, tokens in zip(sentences, segmented, strict=True) if tokens != corpus_tokenizer(s)
     ]
     assert different == []
 

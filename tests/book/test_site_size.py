@@ -16,7 +16,7 @@ from _ext.light_pages import REPORT_PAGE, html_pages, page_weight, site_weight, 
 from tests.kit import SITE
 
 SITE_BUDGET = (
-    20_000_000  # 字节；第 8 章翻译器的模型与运行时另有上限（tests/test_live_translator.py）
+    20_000_000  # 字节；第 8 章翻译器的模型与运行时另有上限（tests/book/test_live_translator.py）
 )
 PAGE_BUDGET = 6_000_000
 

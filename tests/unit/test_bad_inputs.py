@@ -275,19 +275,19 @@ API = [
     # 很长的输入：消息只引用开头并注明长度
     ("activation-long-str", lambda t: PositionWiseFFN(C, 32, activation="x" * 100_000),
      ValueError, r"^activation must be one of 'relu', 'gelu', 'gelu_tanh', "
-     r"got activation='x{60}'…（共 100000 个字符）$"),
+     r"got activation='x{60}'… \(100000 characters\)$"),
     ("norm_first-long-str", lambda t: EncoderLayer(C, 4, 32, norm_first="y" * 5000), TypeError,
-     r"^norm_first must be a bool, got norm_first='y{60}'…（共 5000 个字符）$"),
+     r"^norm_first must be a bool, got norm_first='y{60}'… \(5000 characters\)$"),
     ("config-d_model-long-list", lambda t: GPTConfig(vocab_size=list(range(10_000))), ValueError,
-     r"^vocab_size must be a positive integer, got vocab_size=\[0, 1, 2, .*…（repr 共 \d+ 个字符）$"),
+     r"^vocab_size must be a positive integer, got vocab_size=\[0, 1, 2, .*… \(\d+ characters in its repr\)$"),
     # 翻译器
     ("translate-long-unknown", lambda t: _translate(LONG), ValueError,
-     r"^sentence '好{60}'…（共 40000 个字符） has words not in the source vocabulary: "
+     r"^sentence '好{60}'… \(40000 characters\) has words not in the source vocabulary: "
      r"\['好好'\]; the model can only translate words it was trained on$"),
     ("translate-many-unknown", lambda t: _translate("上海广州深圳杭州南京天津重庆成都武汉西安苏州"),
      ValueError, r"has words not in the source vocabulary: \[.*\]…（共 1\d 个）; the model can only"),
     ("translate-too-many-words", lambda t: _translate("我明天去北京。" * 20), ValueError,
-     r"^sentence '我明天去北京。我明天去北京。.*'…（共 140 个字符） has 100 words, but the model reads "
+     r"^sentence '我明天去北京。我明天去北京。.*'… \(140 characters\) has 100 words, but the model reads "
      r"at most max_len=80; split it into shorter sentences$"),
     ("translate-empty", lambda t: _translate(""), ValueError,
      r"^sentence must contain at least one word, got ''$"),
@@ -717,7 +717,7 @@ TRAIN_CLI = [
     ("seed-negative", ["--seed", "-1"], 2, r"argument --seed: " + IN_RANGE + "'-1'" + USAGE),
     ("seed-float", ["--seed", "0.5"], 2, r"argument --seed: must be an integer, got '0.5'" + USAGE),
     ("seed-5000-digits", ["--seed", "9" * 5000], 2,
-     r"argument --seed: " + IN_RANGE + "'9{60}'…（共 5000 个字符）" + USAGE),
+     r"argument --seed: " + IN_RANGE + r"'9{60}'… \(5000 characters\)" + USAGE),
     ("beam-size-zero", ["--beam-size", "0"], 2, r"argument --beam-size: must be a positive integer, got 0" + USAGE),
     ("beam-size-100000", ["--steps", "1", "--beam-size", "100000", "--out", "{tmp}/m.pt"], 2,
      r"--beam-size must be <= the target vocabulary size 94, got 100000" + USAGE),
@@ -733,7 +733,7 @@ TRAIN_CLI = [
      r"--out '/proc/zh_en.pt' cannot be written: No such file or directory" + USAGE),
     ("out-under-a-file", ["--out", "{tmp}/file.txt/m.pt"], 2, r"--out " + TMP + " cannot be written: File exists" + USAGE),
     ("out-long-path", ["--out", "/proc/" + "x" * 3000], 2,
-     r"--out '/proc/x{194}'…（共 3006 个字符） cannot be written: No such file or directory" + USAGE),
+     r"--out '/proc/x{194}'… \(3006 characters\) cannot be written: No such file or directory" + USAGE),
     ("unknown-option", ["--lr", "1"], 2, r"unrecognized arguments: --lr 1" + USAGE),
 ]  # fmt: skip
 

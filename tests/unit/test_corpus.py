@@ -19,9 +19,9 @@ from tinyformer.translation.corpus import (
     PROPER_NOUNS,
     Pair,
     all_pairs,
+    corpus_tokenizer,
     generate_corpus,
     is_held_out,
-    zh_tokenizer,
 )
 
 # 英语动词：原形 → (第三人称单数, 过去式)，按英语语法独立写出，用来核对生成的句子。
@@ -162,12 +162,12 @@ def test_held_out_parts_and_words_seen_in_train(corpus):
 def test_vocab_from_train_only_covers_test(corpus):
     src_vocab, tgt_vocab = corpus.build_vocabs()
     for p in corpus.valid + corpus.test:
-        assert src_vocab.unknown(zh_tokenizer(p.zh)) == []
+        assert src_vocab.unknown(corpus_tokenizer(p.zh)) == []
         assert tgt_vocab.unknown(tokenize_en(p.en)) == []
     # 只用训练集：把训练集换成一句话，词表就只剩这句话的词
     tiny = dataclasses.replace(corpus, train=corpus.train[:1])
     src_tiny, tgt_tiny = tiny.build_vocabs()
-    assert len(src_tiny) == 4 + len(set(zh_tokenizer(corpus.train[0].zh)))
+    assert len(src_tiny) == 4 + len(set(corpus_tokenizer(corpus.train[0].zh)))
     assert len(tgt_tiny) == 4 + len(set(tokenize_en(corpus.train[0].en)))
 
 
@@ -290,15 +290,15 @@ def test_moods_and_i_capitalized(pairs):
 def test_jieba_segments_every_sentence_as_the_grammar_intends(pairs):
     for p in pairs:
         assert "".join(p.zh_words) == p.zh
-        assert zh_tokenizer(p.zh) == list(p.zh_words), p.zh
+        assert corpus_tokenizer(p.zh) == list(p.zh_words), p.zh
 
 
 def test_negation_is_its_own_word():
     # 语料的分词器总把“不/没 + 单字动词”切开；本书通用的 tokenize_zh（jieba 的默认词典）不受影响
-    assert zh_tokenizer("他们明天不去学校。") == ["他们", "明天", "不", "去", "学校", "。"]
-    assert zh_tokenizer("我们不吃苹果。") == ["我们", "不", "吃", "苹果", "。"]
-    assert zh_tokenizer("他昨天没买衣服。") == ["他", "昨天", "没", "买", "衣服", "。"]
-    assert zh_tokenizer("我爱北京天安门") == ["我", "爱", "北京", "天安门"]
+    assert corpus_tokenizer("他们明天不去学校。") == ["他们", "明天", "不", "去", "学校", "。"]
+    assert corpus_tokenizer("我们不吃苹果。") == ["我们", "不", "吃", "苹果", "。"]
+    assert corpus_tokenizer("他昨天没买衣服。") == ["他", "昨天", "没", "买", "衣服", "。"]
+    assert corpus_tokenizer("我爱北京天安门") == ["我", "爱", "北京", "天安门"]
     assert tokenize_zh("他们明天不去学校。") == ["他们", "明天", "不去", "学校", "。"]
 
 

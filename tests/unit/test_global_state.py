@@ -2,11 +2,13 @@
 
 从前 ``translation.py`` 在导入时调用 ``jieba.suggest_freq(..., tune=True)``，改了 jieba 的全局词典：
 翻译器能不能把“不”“没”切开，取决于某处有没有导入一个看起来无关的模块。现在语料有自己的分词器
-（``corpus.zh_tokenizer``），这里在子进程里检查：
+（``corpus.corpus_tokenizer``），这里在子进程里检查：
 
-- 每个模块都当一次"第一个导入的"（清掉已导入的 ``tinyformer.*`` 再导入它），然后倒序导入其余
-  全部模块；每导入一个都核对 jieba 的全局词典（``jieba.dt`` 未建、HMM 的强制切分表为空）、jieba
-  的日志级别、torch、Python ``random``、numpy 的随机数状态，以及 Altair 的渲染器都与导入前相同；
+- 每个模块（用 pkgutil 遍历整个包，子包里新加的模块也算）都当一次"第一个导入的"（清掉已导入的
+  ``tinyformer.*`` 再导入它），然后倒序导入其余全部模块；每导入一个都核对 jieba 的全局词典
+  （``jieba.dt`` 未建、HMM 的强制切分表为空）、jieba 的日志级别、torch、Python ``random``、numpy 的
+  随机数状态、Altair 的渲染器、matplotlib 的 ``rcParams``（逐项）、它的后端和字体表都与导入前相同
+  （issue 28：从前导入 ``tinyformer.book.plotting`` 就改了 ``font.family`` 等三项）；
 - 真正用语料的分词器、本书通用的 ``tokenize_zh`` 分词之后，jieba 的全局词典仍然没被碰过，
   ``jieba.lcut`` 的结果与不导入本包时相同；
 - 用固定种子建模型、训练的函数（探索器的数据、``new_translator(seed=…)``、``train``）调用前后
@@ -23,18 +25,20 @@ import tinyformer
 
 MODULES = sorted(
     info.name
-    for info in pkgutil.walk_packages(tinyformer.__path__, "tinyformer.")
-    if not info.name.rsplit(".", 1)[-1].startswith("__")
+    for info in pkgutil.walk_packages(tinyformer.__path__, prefix="tinyformer.")
+    if not info.name.rpartition(".")[2].startswith("__")
 )
 
 SNAPSHOT = textwrap.dedent(
     """
     import importlib, json, logging, pickle, random, sys
     import altair as alt
+    import matplotlib
     import numpy as np
     import torch
     import jieba
     from jieba import finalseg
+    from matplotlib import font_manager
 
     def snapshot():
         return {
@@ -48,11 +52,18 @@ SNAPSHOT = textwrap.dedent(
             "numpy random": pickle.dumps(np.random.get_state()).hex(),
             "altair renderer": alt.renderers.active,
             "altair renderers": sorted(alt.renderers.names()),
+            # dict 的方法读原值：RcParams["backend"] 会顺手选定后端，读它本身就是一次改动
+            **{f"rcParams[{k!r}]": repr(v) for k, v in dict.items(matplotlib.rcParams)},
+            "matplotlib backend": repr(dict.__getitem__(matplotlib.rcParams, "backend")),
+            "pyplot backend module": repr(getattr(sys.modules.get("matplotlib.pyplot"),
+                                                  "_backend_mod", None)),
+            "matplotlib fonts": len(font_manager.fontManager.ttflist),
         }
 
     def changes(before):
         after = snapshot()
-        return sorted(key for key in before if before[key] != after[key])
+        return sorted(key for key in before.keys() | after.keys()
+                      if before.get(key) != after.get(key))
     """
 )
 
@@ -78,8 +89,8 @@ TOKENIZE = SNAPSHOT + textwrap.dedent(
     """
     before = snapshot()
     from tinyformer import tokenize_zh
-    from tinyformer.translation.corpus import zh_tokenizer
-    split = zh_tokenizer("他明天不去北京。")
+    from tinyformer.translation.corpus import corpus_tokenizer
+    split = corpus_tokenizer("他明天不去北京。")
     plain = tokenize_zh("他明天不去北京。")
     changed = changes(before)
     with_jieba = jieba.lcut("他明天不去北京。")
@@ -97,7 +108,11 @@ def run_python(code: str, *args: str) -> object:
 
 
 def test_importing_any_module_in_any_position_changes_no_global_state():
-    assert "tinyformer.translation.corpus" in MODULES and "tinyformer.translation.cli" in MODULES
+    assert {
+        "tinyformer.translation.corpus",
+        "tinyformer.translation.cli",
+        "tinyformer.book.plotting",
+    } <= set(MODULES)
     assert run_python(IMPORT_IN_EVERY_POSITION, json.dumps(MODULES)) == []
 
 

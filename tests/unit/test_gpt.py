@@ -20,15 +20,15 @@ def _ids():
 def test_config_defaults():
     config = GPTConfig(vocab_size=V, d_model=32)
     assert config.d_ff == 4 * 32
-    assert (config.activation, config.norm_first, config.tie_weights) == ("gelu_tanh", True, True)
+    assert (config.activation, config.norm_first, config.tie_output) == ("gelu_tanh", True, True)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_shapes_and_tied_weights(norm_first):
     model = _model(norm_first=norm_first)
     assert model(_ids()).shape == (B, T, V)
-    assert model.lm_head.weight is model.token_embedding.embedding.weight
-    assert _model(tie_weights=False).lm_head.weight is not _model().token_embedding.embedding.weight
+    assert model.output.weight is model.token_embedding.embedding.weight
+    assert _model(tie_output=False).output.weight is not _model().token_embedding.embedding.weight
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
@@ -94,3 +94,32 @@ def test_top_k_only_samples_from_the_k_most_likely():
 def test_learned_position_embedding_shape():
     model = _model()
     assert model.position_embedding.weight.shape == (16, C)
+
+
+def test_gpt_names_its_parts_like_the_transformer():
+    """同一个部件在 GPT 与编码器–解码器里同名（issue 28）：配置的 ``tie_output``，模块的 ``output``、
+    ``decoder_norm``。从前 GPT 叫 ``tie_weights``、``lm_head``、``final_norm``。"""
+    from dataclasses import fields
+
+    from tests.kit import tiny_transformer
+
+    shared = {"output", "decoder_norm"}
+    assert shared <= dict(_model().named_children()).keys()
+    assert shared <= dict(tiny_transformer().named_children()).keys()
+    assert "tie_output" in {f.name for f in fields(GPTConfig)} & {
+        f.name for f in fields(tiny_transformer().config)
+    }
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_block_without_mask_is_the_encoder_layer(norm_first):
+    """GPT 的块与编码器层走同一段代码：同样的权重、不给掩码时输出逐位相同。"""
+    from tinyformer import EncoderLayer
+    from tinyformer.gpt import GPTBlock
+
+    torch.manual_seed(0)
+    block = GPTBlock(C, H, 4 * C, norm_first=norm_first, activation="gelu_tanh").eval()
+    layer = EncoderLayer(C, H, 4 * C, norm_first=norm_first, activation="gelu_tanh").eval()
+    layer.load_state_dict(block.state_dict())
+    x = torch.randn(B, T, C)
+    assert torch.equal(block(x), layer(x))

@@ -148,8 +148,10 @@ def test_show_translation_plots_known_words_and_explains_unknown_ones(capsys, mo
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from tinyformer.book.plotting import setup_chinese_font
     from tinyformer.book.widgets import show_translation, translation_explorer
 
+    setup_chinese_font()  # 像第 8 章的导入单元格一样（导入本包不设字体）
     monkeypatch.setattr(plt, "show", lambda: None)
     translator = tiny_translator()
     expected = translator.translate("我明天去北京。")

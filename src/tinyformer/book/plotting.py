@@ -1,8 +1,9 @@
 """画图：让 matplotlib 显示真正的中文字形，并提供全书共用的几种图（各章都会用到）。
 
-导入本模块即完成中文字体设置：把包内自带的 Noto Sans SC 子集（SIL OFL 1.1，见
-``fonts/OFL.txt``）注册给 matplotlib，并把它放进 ``font.family`` 的回退列表里。
-不下载、不写 matplotlib 的安装目录，Colab 上也不用重启内核。
+导入本模块不改变任何全局设置（像 ``plt.style.use`` 一样，样式由调用的人决定）：各章在第一个代码单元格里
+调用一次 :func:`setup_chinese_font`，它把包内自带的 Noto Sans SC 子集（SIL OFL 1.1，见 ``fonts/OFL.txt``）
+注册给 matplotlib，并把它放进 ``font.family`` 的回退列表里。不下载、不写 matplotlib 的安装目录，
+Colab 上也不用重启内核。
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ FONT_NAME = "Noto Sans SC"
 def setup_chinese_font() -> str:
     """注册包内的中文字体，并设为 DejaVu Sans 之后的回退字体；返回字体名。
 
-    matplotlib 只会在 ``font.family`` 列出的字体之间逐字回退（在 ``font.sans-serif``
+    它改的是 matplotlib 的全局设置（``font.family``、``axes.unicode_minus``、``svg.hashsalt``），在 Jupyter
+    内核里还让图以 SVG 显示，所以由各章在导入单元格里显式调用一次，导入本模块时不调用。matplotlib 只会在 ``font.family`` 列出的字体之间逐字回退（在 ``font.sans-serif``
     里列字体不起作用），所以这里设置的是 ``font.family``。可以重复调用。
 
     例子::
@@ -310,6 +312,3 @@ def draw_architecture(ax=None):
     ax.axis("off")
     ax.set_title("Transformer（编码器–解码器）")
     return ax
-
-
-setup_chinese_font()

@@ -1,4 +1,4 @@
-"""检查点：把 :class:`~tinyformer.translation.translator.Translator` 存进文件、从文件读回（第 8 章 8.5 节讲解）。
+"""检查点：把 :class:`~tinyformer.translation.translator.Translator` 存进文件、从文件读回（“完整模型”一章讲解）。
 
 检查点是一个只含张量、数字、字符串、列表和字典的 ``dict``：模型配置、两张词表的
 ``itos`` 列表、``state_dict`` 和训练指标。所以读取时可以用 ``torch.load(..., weights_only=True)``，

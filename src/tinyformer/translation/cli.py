@@ -134,7 +134,8 @@ def run(main: Callable[[], object]) -> int:
         return 1
     except Exception as err:  # noqa: BLE001 - 规则是不打印 traceback：意外的错误也只写一行
         print(
-            f"错误：意外的内部错误 {type(err).__name__}: {shorten(str(err), 200)}", file=sys.stderr
+            f"错误：意外的内部错误 {type(err).__name__}: {shorten(str(err), 200, chinese=True)}",
+            file=sys.stderr,
         )
         return 1
     finally:
@@ -271,13 +272,13 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
             continue
         print(translator.translate(sentence, beam_size=args.beam_size), flush=True)
         if not in_grammar(words):
-            print(f"提示：{shorten(sentence)}：{OUT_OF_GRAMMAR}", file=sys.stderr)
+            print(f"提示：{shorten(sentence, chinese=True)}：{OUT_OF_GRAMMAR}", file=sys.stderr)
     return status
 
 
 def cannot_translate(sentence: str, err: ValueError) -> str:
     """``Translator.tokenize`` 的英文消息 → 给读者的一行中文（命令行和网页翻译器用同一句话）。"""
-    return f"无法翻译 {shorten(sentence)}：{_chinese_reason(err)}"
+    return f"无法翻译 {shorten(sentence, chinese=True)}：{_chinese_reason(err)}"
 
 
 def _chinese_reason(err: ValueError) -> str:

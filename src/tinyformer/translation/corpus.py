@@ -1,6 +1,6 @@
-"""中译英任务的数据：由一个小语法离线生成的平行语料（第 8 章 8.1、8.2 节讲解）。
+"""中译英任务的数据：由一个小语法离线生成的平行语料（“完整模型”一章讲解）。
 
-第 8 章要在 CPU 上几分钟内训练出一个真正的中译英 Transformer，并在 *从没见过的句子* 上
+“完整模型”一章要在 CPU 上几分钟内训练出一个真正的中译英 Transformer，并在 *从没见过的句子* 上
 评估它。本模块不下载任何东西，而是用一个小语法把所有句子枚举出来：
 
     中文：主语 + 时间 + (不/没) + 在某地 + 动词 (+了) + 宾语 (+吗) + 。/？
@@ -24,12 +24,12 @@
 验证集则从其余句子里随机抽取，与训练集同分布。
 
 **分词**：语法里每个中文词条用空格标出 jieba 应当切出的词（如 ``"我 的 朋友"``、
-``"学生 们"``、``"在家"``），测试逐句检查 ``zh_tokenizer`` 的结果与语法的词序列完全一致。
+``"学生 们"``、``"在家"``），测试逐句检查 ``corpus_tokenizer`` 的结果与语法的词序列完全一致。
 词都选成 jieba 默认词典能按意图切开的：像“喝茶”“看书”“踢足球”这类会被粘成一个词、
 加“了”后又拆开的动宾组合，特意没有选用；“小红”“李华”会和后面的动词粘在一起
 （“小红去”），所以人名用“小明”“玛丽”。唯一躲不开的是否定词：jieba 会把“不去”“不吃”
 “没买”粘成一个词，而“不”“没”要随时态译成 don't/doesn't/won't/didn't，必须单独成词。
-所以语料有自己的分词器 ``zh_tokenizer``（:class:`~tinyformer.text.ZhTokenizer`）：它把
+所以语料有自己的分词器 ``corpus_tokenizer``（:class:`~tinyformer.text.ZhTokenizer`）：它把
 ``JIEBA_SPLITS`` 里的每个“否定词 + 单字动词”强制切开，只改它自己的 jieba 词典，第一次分词时
 才建好。词表、训练数据和翻译器都用它；``tinyformer.tokenize_zh`` 与 jieba 的全局词典不受影响。
 """
@@ -136,14 +136,14 @@ MOODS = ("affirmative", "negative", "question")
 # 否定词“不”“没”必须单独成词，因为它们随时态译成 don't/doesn't/won't/didn't。jieba 却会把
 # 它们和后面的单字动词粘在一起：“不吃”是词典里的词，“不去”“没买”是 HMM 新词发现的结果。
 # ``ZhTokenizer(splits=...)`` 用 jieba 文档里“强制切开”的办法（``suggest_freq``）把每个
-# 否定词 × 单字动词切开，但只改语料自己的分词器 ``zh_tokenizer``，不改 jieba 的全局词典。
+# 否定词 × 单字动词切开，但只改语料自己的分词器 ``corpus_tokenizer``，不改 jieba 的全局词典。
 JIEBA_SPLITS: tuple[tuple[str, str], ...] = tuple(
     (negation, verb)
     for negation in ("不", "没")
     for verb in dict.fromkeys(action.split()[0] for action in ACTIONS)
     if len(verb) == 1
 )
-zh_tokenizer = ZhTokenizer(splits=JIEBA_SPLITS)
+corpus_tokenizer = ZhTokenizer(splits=JIEBA_SPLITS)
 """语料的中文分词器：jieba 的默认词典 + 切开 ``JIEBA_SPLITS``（词表、训练、翻译器都用它）。"""
 
 # 留出的搭配：(槽位, 值, 槽位, 值)。槽位是 Pair 的字段名，值是不带空格的中文（mood 除外）。
@@ -188,7 +188,7 @@ class Pair:
     参数:
         zh: 中文句子，如 ``"我明天在学校看小说。"``。
         en: 英文句子，如 ``"I will read novels at school tomorrow."``。
-        zh_words: 语法给出的中文词序列，``zh_tokenizer(zh)`` 应当与之完全相同。
+        zh_words: 语法给出的中文词序列，``corpus_tokenizer(zh)`` 应当与之完全相同。
         subject, time, action, place: 各槽位的中文（无空格；没有时间词或地点时为 ``""``）。
         mood: ``"affirmative"``（肯定）、``"negative"``（否定）或 ``"question"``（疑问）。
 
@@ -302,14 +302,14 @@ OUT_OF_GRAMMAR = "这句话的句型不在训练语料里，译文不可信"
 
 @functools.cache
 def grammar_sentences() -> frozenset[tuple[str, ...]]:
-    """语法能生成的全部中文句子，每句是它的词序列（``zh_tokenizer`` 切出的样子）。"""
+    """语法能生成的全部中文句子，每句是它的词序列（``corpus_tokenizer`` 切出的样子）。"""
     return frozenset(pair.zh_words for pair in _enumerate_pairs())
 
 
 def in_grammar(words: Sequence[str] | str) -> bool:
     """一句话是否在训练语料的语法里：它的词序列恰好是语法生成的某一句（精确判断，不是猜）。
 
-    ``words`` 是切好的词序列，或者一个中文句子（先用 ``zh_tokenizer`` 切分）。模型只见过这
+    ``words`` 是切好的词序列，或者一个中文句子（先用 ``corpus_tokenizer`` 切分）。模型只见过这
     12480 句的句型（测试集的句子也在语法里，只是没参加训练）；语法之外的句子——哪怕每个词都在
     词表里——是 *分布外*（out of distribution）的输入，模型照样会给出一句流利的译文，但它不可信。
 
@@ -319,7 +319,7 @@ def in_grammar(words: Sequence[str] | str) -> bool:
         (True, False)
     """
     if isinstance(words, str):
-        words = zh_tokenizer(words)
+        words = corpus_tokenizer(words)
     if not all(isinstance(word, str) for word in words):
         raise TypeError(f"words must be a str or a sequence of str, got {words!r:.60}")
     return tuple(words) in grammar_sentences()
@@ -386,7 +386,7 @@ class TranslationCorpus:
     seed: int
 
     def build_vocabs(self, min_freq: int = 1) -> tuple[Vocab, Vocab]:
-        """只用训练集建源语言（中文，``zh_tokenizer``）和目标语言（英文，``tokenize_en``）词表。
+        """只用训练集建源语言（中文，``corpus_tokenizer``）和目标语言（英文，``tokenize_en``）词表。
 
         参数:
             min_freq: 传给 ``Vocab``（默认 1）。
@@ -400,7 +400,7 @@ class TranslationCorpus:
             >>> len(src_vocab), len(tgt_vocab)
             (61, 94)
         """
-        src_vocab = Vocab((zh_tokenizer(p.zh) for p in self.train), min_freq=min_freq)
+        src_vocab = Vocab((corpus_tokenizer(p.zh) for p in self.train), min_freq=min_freq)
         tgt_vocab = Vocab((tokenize_en(p.en) for p in self.train), min_freq=min_freq)
         return src_vocab, tgt_vocab
 
@@ -419,7 +419,7 @@ class TranslationCorpus:
         pairs = self.train + self.valid + self.test
         lines = [
             f"训练 {len(self.train)} 句，验证 {len(self.valid)} 句，测试 {len(self.test)} 句",
-            # zh_words 与 zh_tokenizer 的结果相同（测试逐句检查），省去再跑一遍 jieba
+            # zh_words 与 corpus_tokenizer 的结果相同（测试逐句检查），省去再跑一遍 jieba
             f"最长：中文 {max(len(p.zh_words) for p in pairs)} 个词，"
             f"英文 {max(len(tokenize_en(p.en)) for p in pairs)} 个词（不含 <bos>/<eos>）",
             "测试集 = 含以下任一搭配的句子（训练、验证集中没有）：",

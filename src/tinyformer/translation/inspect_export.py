@@ -18,7 +18,7 @@ r"""看进训练好的翻译器：一句话经过的每一个中间结果（各�
 ``….self_attn.weights`` (H, S, S)，``….self_attn.output`` (S, C)，``….residual1``、``….norm1.output``
 及其 ``….norm1.{input,output}_{mean,var}`` (S,)，``….ffn.hidden`` (S, d_ff)，``….ffn.output``，
 ``….residual2``，``….norm2.*``；``memory``。解码器同理（``decoder.*``，多一个 ``cross_attn`` 和
-``norm3``），最后是 ``decoder.logits``、``decoder.probs`` (T, V)。只支持 post-LN（第 8 章的模型）。
+``norm3``），最后是 ``decoder.logits``、``decoder.probs`` (T, V)。只支持 post-LN（“完整模型”一章的模型）。
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-r"""训练：批量与掩码、标签平滑的交叉熵、学习率预热、训练循环、按验证集挑选权重（第 8 章 8.2–8.5 节讲解）。
+r"""训练：批量与掩码、标签平滑的交叉熵、学习率预热、训练循环、按验证集挑选权重（“完整模型”一章讲解）。
 
 一步训练 = 取一批句对 → 源句、目标句各自用 ``<pad>`` 补齐 → 教师强制（teacher forcing）：
 解码器输入是 ``<bos> y_1 … y_n``，要预测的是 ``y_1 … y_n <eos>``（右移一位）→
@@ -34,7 +34,7 @@ from .._checks import (
 from .._random import seeded
 from ..model import TransformerConfig
 from ..text import Vocab, pad_sequences, tokenize_en
-from .corpus import TranslationCorpus, generate_corpus, zh_tokenizer
+from .corpus import TranslationCorpus, corpus_tokenizer, generate_corpus
 from .translator import Translator, new_translator
 
 
@@ -64,14 +64,14 @@ def encode_pairs(
     pairs: Sequence,
     src_vocab: Vocab,
     tgt_vocab: Vocab,
-    tokenizer: Callable[[str], list[str]] = zh_tokenizer,
+    tokenizer: Callable[[str], list[str]] = corpus_tokenizer,
 ) -> list[tuple[list[int], list[int]]]:
     """句对 → (源句编号, 目标句编号)。源句用 ``tokenizer`` 分词，目标句两端加 ``<bos>``/``<eos>``。
 
     参数:
         pairs: 有 ``.zh``、``.en`` 属性的句对（如 :class:`~tinyformer.translation.corpus.Pair`）。
         src_vocab, tgt_vocab: 源、目标词表。
-        tokenizer: 中文分词器（默认语料的 ``tinyformer.translation.corpus.zh_tokenizer``，词表是用它建的）。
+        tokenizer: 中文分词器（默认语料的 ``tinyformer.translation.corpus.corpus_tokenizer``，词表是用它建的）。
 
     例子::
 
@@ -135,7 +135,7 @@ def label_smoothed_cross_entropy(
         = (1 - \varepsilon)(-\log p_y) + \varepsilon \cdot \frac{1}{V}\sum_w (-\log p_w)
 
     与 ``F.cross_entropy(logits, target, label_smoothing=ε, ignore_index=pad)`` 相同
-    （第 8 章和测试都核对）。论文 §5.4 用 ε = 0.1。
+    （“完整模型”一章和测试都核对）。论文 §5.4 用 ε = 0.1。
 
     参数:
         logits: (N, V) 或 (B, T, V)。
@@ -345,7 +345,7 @@ def fit_translator(
     eval_every: int = 200,
     corpus: TranslationCorpus | None = None,
 ) -> tuple[Translator, TrainHistory, TranslationCorpus, dict]:
-    """生成语料（``seed``；也可以直接给 ``corpus``）、建第 8 章尺寸的模型、训练，按验证集挑选权重。
+    """生成语料（``seed``；也可以直接给 ``corpus``）、建“完整模型”一章尺寸的模型、训练，按验证集挑选权重。
 
     每 ``eval_every`` 步在 **验证集** 上算一次完全匹配率，记下最好的那一份权重（同分时取较早的）；
     训练结束后把它装回模型。测试集只在最后用一次——挑选权重不能看测试集，否则测试分数就不再是

@@ -21,7 +21,7 @@ from ..decoding import beam_search, greedy_decode
 from ..layers import recording_weights
 from ..model import Transformer, TransformerConfig
 from ..text import Vocab, detokenize_en, pad_sequences
-from .corpus import PROPER_NOUNS, zh_tokenizer
+from .corpus import PROPER_NOUNS, corpus_tokenizer
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class Translator:
         model: 训练好的模型（本类会把它切到 ``eval()`` 模式后再解码）。
         src_vocab: 中文词表（``tokenizer`` 切出的词元）。
         tgt_vocab: 英文词表（``tokenize_en`` 的词元）。
-        tokenizer: 中文分词器（默认第 8 章语料的 ``tinyformer.translation.corpus.zh_tokenizer``：
+        tokenizer: 中文分词器（默认第 8 章语料的 ``tinyformer.translation.corpus.corpus_tokenizer``：
             词表是用它建的，翻译时必须用同一个）。
         proper_nouns: 译文里要大写的专名（默认 ``tinyformer.translation.corpus.PROPER_NOUNS``）。
         metrics: 训练指标（:func:`~tinyformer.translation.checkpoint.load_checkpoint` 填入检查点里存的）。
@@ -100,7 +100,7 @@ class Translator:
         model: Transformer,
         src_vocab: Vocab,
         tgt_vocab: Vocab,
-        tokenizer: Callable[[str], list[str]] = zh_tokenizer,
+        tokenizer: Callable[[str], list[str]] = corpus_tokenizer,
         proper_nouns: Iterable[str] = PROPER_NOUNS,
         metrics: dict | None = None,
     ):

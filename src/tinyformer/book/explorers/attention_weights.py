@@ -28,7 +28,7 @@ def _mask(kind: str, T: int, valid: int) -> Tensor | None:
 
 
 def attention_data(head_dims=(4, 16, 64)) -> list[dict]:
-    r"""一句话的自注意力权重：掩码 × 是否除以 √d_k × d_k（第 5 章 注意力机制）。
+    r"""一句话的自注意力权重：掩码 × 是否除以 √d_k × d_k（“注意力机制”一章）。
 
     词向量与投影 :math:`W_Q, W_K` 都是固定种子的标准正态（float64），于是 :math:`q\cdot k` 的方差
     约为 d_k：不除以 √d_k 时 d_k 越大 softmax 越接近 one-hot（饱和）。
@@ -56,7 +56,7 @@ def attention_data(head_dims=(4, 16, 64)) -> list[dict]:
 
 
 def attention_explorer() -> alt.LayerChart:
-    """第 5 章的探索器：换掩码、是否除以 √d_k、d_k，看注意力权重矩阵怎样变。"""
+    """“注意力机制”一章的探索器：换掩码、是否除以 √d_k、d_k，看注意力权重矩阵怎样变。"""
     rows = attention_data()
     mask = control("mask", _MASKS[0], "掩码", "select", _MASKS)
     scaled = control("scaled", True, "除以 √d_k", "checkbox")

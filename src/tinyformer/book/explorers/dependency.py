@@ -13,7 +13,7 @@ from .charts import filtered_by_controls, finish, significant
 
 
 def dependency_data(lengths=(8, 16, 24, 32, 40, 48, 56, 64), scales=(0.5, 0.9, 1.2)) -> list[dict]:
-    r"""最后一个位置的输出对第 t 个输入有多敏感：RNN 与自注意力（第 1 章 总览）。
+    r"""最后一个位置的输出对第 t 个输入有多敏感：RNN 与自注意力（“Transformer 总览”一章）。
 
     RNN :math:`h_t = \tanh(W h_{t-1} + U x_t)`，:math:`W` 是尺度为 ``scale`` 的正交矩阵；
     自注意力是一层 :class:`~tinyformer.MultiHeadAttention`。对固定的随机方向 r，记
@@ -51,7 +51,7 @@ def dependency_data(lengths=(8, 16, 24, 32, 40, 48, 56, 64), scales=(0.5, 0.9, 1
 
 
 def dependency_explorer() -> alt.Chart:
-    """第 1 章的探索器：拖动序列长度 T、换 RNN 循环权重的尺度，看梯度怎样随距离衰减。"""
+    """“Transformer 总览”一章的探索器：拖动序列长度 T、换 RNN 循环权重的尺度，看梯度怎样随距离衰减。"""
     chart = (
         filtered_by_controls(
             dependency_data(),

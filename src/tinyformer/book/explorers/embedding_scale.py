@@ -20,7 +20,7 @@ _INITS = {
 def embedding_scale_data(
     d_models=(16, 32, 64, 128, 256, 512), vocab_size: int = 1000
 ) -> list[dict]:
-    r"""词向量（乘或不乘 √d_model）与位置编码的平均范数（第 2 章 词嵌入）。
+    r"""词向量（乘或不乘 √d_model）与位置编码的平均范数（“词嵌入”一章）。
 
     词表 ``vocab_size`` 个词的嵌入按两种初始化各抽一次（种子固定），位置编码取前 100 个位置。
     返回的行：``init``、``d_model``、``scaled``（是否乘 √d_model）、``what``（"词向量" 或
@@ -46,7 +46,7 @@ def embedding_scale_data(
 
 
 def embedding_scale_explorer() -> alt.LayerChart:
-    """第 2 章的探索器：换 d_model、初始化、是否乘 √d_model，比较词向量与位置编码的大小。"""
+    """“词嵌入”一章的探索器：换 d_model、初始化、是否乘 √d_model，比较词向量与位置编码的大小。"""
     rows = embedding_scale_data()
     d_model = control("d_model", 64, "d_model", "select", sorted({r["d_model"] for r in rows}))
     init = control("init", list(_INITS)[0], "初始化", "radio", _INITS)

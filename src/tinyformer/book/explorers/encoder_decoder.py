@@ -17,7 +17,7 @@ _KINDS = ("编码器自注意力", "解码器掩码自注意力", "解码器交�
 
 
 def encoder_decoder_data(d_model: int = 16) -> list[dict]:
-    """一个编码器层与一个解码器层（未训练，种子固定，float64）里三种注意力的权重（第 7 章）。
+    """一个编码器层与一个解码器层（未训练，种子固定，float64）里三种注意力的权重（“编码器与解码器”一章）。
 
     源句 "我 爱 北京 <pad>"，目标输入 "<bos> i love beijing"。编码器自注意力用源句的填充掩码；
     解码器自注意力用因果掩码；交叉注意力的查询是目标词元、键是源词元，用源句的填充掩码。
@@ -56,7 +56,7 @@ def encoder_decoder_data(d_model: int = 16) -> list[dict]:
 
 
 def encoder_decoder_explorer() -> alt.LayerChart:
-    """第 7 章的探索器：选一种注意力、开关源句的填充掩码，看谁能关注谁、关注多少。"""
+    """“编码器与解码器”一章的探索器：选一种注意力、开关源句的填充掩码，看谁能关注谁、关注多少。"""
     rows = encoder_decoder_data()
     kind = control("kind", _KINDS[0], "注意力", "radio", _KINDS)
     pad_mask = control("pad_mask", True, "遮住源句的填充", "checkbox")

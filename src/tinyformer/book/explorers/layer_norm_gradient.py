@@ -13,7 +13,7 @@ from .charts import control, finish, significant
 
 
 def layer_norm_gradient_data(depths=(2, 4, 6, 8, 12), d_model: int = 32) -> list[dict]:
-    r"""刚初始化时各层参数的梯度范数：post-LN 与 pre-LN（第 6 章 层归一化、残差与前馈网络）。
+    r"""刚初始化时各层参数的梯度范数：post-LN 与 pre-LN（“层归一化、残差与前馈网络”一章）。
 
     堆叠 ``depth`` 个 :class:`~tinyformer.EncoderLayer`（float64，种子固定），pre-LN 的最后再加一个
     LayerNorm（与 GPT-2 相同）；输入是固定的随机张量，损失是输出与固定随机目标的均方误差。
@@ -52,7 +52,7 @@ def layer_norm_gradient_data(depths=(2, 4, 6, 8, 12), d_model: int = 32) -> list
 
 
 def layer_norm_gradient_explorer() -> alt.Chart:
-    """第 6 章的探索器：换层数与 LayerNorm 的位置，看各层梯度的大小。"""
+    """“层归一化、残差与前馈网络”一章的探索器：换层数与 LayerNorm 的位置，看各层梯度的大小。"""
     rows = layer_norm_gradient_data()
     depth = control("depth", 6, "层数", "select", sorted({r["depth"] for r in rows}))
     placements = ["post-LN", "pre-LN"]

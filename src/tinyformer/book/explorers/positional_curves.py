@@ -11,7 +11,7 @@ from .charts import filtered_by_controls, finish
 def positional_curves_data(
     d_model: int = 32, bases=(100.0, 1000.0, 10000.0), max_len: int = 48
 ) -> list[dict]:
-    """第 i 对维度 (2i, 2i+1) 的位置编码随位置变化的曲线（第 3 章 位置编码）。
+    """第 i 对维度 (2i, 2i+1) 的位置编码随位置变化的曲线（“位置编码”一章）。
 
     值取自 :func:`~tinyformer.sinusoidal_encoding`（先转成 float64 再舍入到 4 位小数）。
     返回的行：``base``、``i``、``pos``、``sin``（第 2i 维）、``cos``（第 2i+1 维）。
@@ -34,7 +34,7 @@ def positional_curves_data(
 
 
 def positional_curves_explorer() -> alt.Chart:
-    """第 3 章的探索器：拖动维度对 i、换底数 base，看 sin/cos 曲线的频率怎样变化。"""
+    """“位置编码”一章的探索器：拖动维度对 i、换底数 base，看 sin/cos 曲线的频率怎样变化。"""
     chart = (
         filtered_by_controls(
             positional_curves_data(),

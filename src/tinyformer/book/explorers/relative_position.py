@@ -12,7 +12,7 @@ from .charts import control, finish
 def relative_position_data(
     d_models=(32, 128), starts=(0, 10, 20, 30, 40), k_max: int = 40
 ) -> list[dict]:
-    r"""点积 PE(p)·PE(p+k) 随 k 的变化，正确的 sin/cos 成对编码与"只用 sin"对比（第 4 章）。
+    r"""点积 PE(p)·PE(p+k) 随 k 的变化，正确的 sin/cos 成对编码与"只用 sin"对比（“位置编码问答与证明”一章）。
 
     成对编码时 :math:`PE(p)\cdot PE(p+k) = \sum_i \cos(k\omega_i)`，与 p 无关；只用 sin 时
     :math:`\sum_i \sin(p\omega_i)\sin((p+k)\omega_i)` 随 p 而变。k 取 −``k_max``…``k_max``，
@@ -43,7 +43,7 @@ def relative_position_data(
 
 
 def relative_position_explorer() -> alt.Chart:
-    """第 4 章的探索器：移动起点 p——成对编码的曲线纹丝不动，只用 sin 的曲线跟着变。"""
+    """“位置编码问答与证明”一章的探索器：移动起点 p——成对编码的曲线纹丝不动，只用 sin 的曲线跟着变。"""
     rows = relative_position_data()
     p = control("p", 0, "起点 p", "range", sorted({r["p"] for r in rows}))
     encodings = ["sin/cos 成对（论文）", "只用 sin"]

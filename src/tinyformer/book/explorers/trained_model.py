@@ -9,10 +9,10 @@ from .charts import control, finish
 
 
 def checkpoint_data(num_sentences: int = 12, beam_size: int = 4) -> dict[str, list[dict]]:
-    """随包发布的模型在测试句上的交叉注意力与译文，按检查点与解码方式（第 8 章）。
+    """随包发布的模型在测试句上的交叉注意力与译文，按检查点与解码方式（“完整模型”一章）。
 
     取 ``generate_corpus(seed=0)`` 的前 ``num_sentences`` 个测试句（训练时没见过的搭配），
-    对 :data:`tinyformer.pretrained.STEPS` 的每个检查点：贪心解码时最后一个解码器层的交叉注意力
+    对 :data:`tinyformer.translation.pretrained.STEPS` 的每个检查点：贪心解码时最后一个解码器层的交叉注意力
     （各头平均，2 位小数），以及贪心与束搜索（``beam_size``）的译文。为了让数据小，句子用编号 ``s``，
     词元的文字另放两张表。
 
@@ -60,7 +60,7 @@ def checkpoint_data(num_sentences: int = 12, beam_size: int = 4) -> dict[str, li
 
 
 def checkpoint_explorer(num_sentences: int = 12) -> alt.VConcatChart:
-    """第 8 章的探索器：选一个测试句、一个检查点，看交叉注意力和贪心/束搜索的译文。"""
+    """“完整模型”一章的探索器：选一个测试句、一个检查点，看交叉注意力和贪心/束搜索的译文。"""
     data = checkpoint_data(num_sentences)
     steps = sorted({row["step"] for row in data["cells"]})
     sentences = data["sentences"]
