@@ -53,7 +53,7 @@ def test_load_refuses_arbitrary_objects(tmp_path):
 
 
 def test_load_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no checkpoint at path="):
+    with pytest.raises(FileNotFoundError, match="no checkpoint at this path"):
         load_checkpoint(tmp_path / "missing.pt")
     torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="is not a tinyformer translator checkpoint"):
@@ -117,7 +117,7 @@ def test_train_cli_prints_one_json_line_and_saves_a_loadable_checkpoint(tmp_path
     assert 0.0 <= metrics["test_exact_match"] <= 1.0
     assert load_checkpoint(out).metrics["test_bleu"] == metrics["test_bleu"]
 
-    assert cli.translate_main(["--model", str(out), "我明天去北京。", "他爱我。"]) == 2
+    assert cli.translate_main(["--model", str(out), "我明天去北京。", "他爱我。"]) == 4
     captured = capsys.readouterr()
     assert len(captured.out.strip().splitlines()) == 1
     assert "有模型没学过的词 ['爱']" in captured.err
@@ -136,10 +136,10 @@ def test_cli_argument_errors(tmp_path, capsys):
         cli.train_main(["--steps", "0"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
-        "错误：argument --steps: must be a positive integer, got 0（用 --help 查看用法）\n"
+        "错误：参数 --steps：应为正整数，得到 0（用 --help 查看用法）\n"
     )
-    assert cli.translate_main(["--model", str(tmp_path / "none.pt"), "我"]) == 2
-    assert "no checkpoint at path=" in capsys.readouterr().err
+    assert cli.translate_main(["--model", str(tmp_path / "none.pt"), "我"]) == 3
+    assert capsys.readouterr().err == f"错误：找不到 {str(tmp_path / 'none.pt')!r}\n"
 
 
 def test_show_translation_plots_known_words_and_explains_unknown_ones(capsys, monkeypatch):
@@ -178,6 +178,5 @@ def test_cli_main_dispatches_to_the_sub_commands(tmp_path, capsys, monkeypatch):
         cli.main(["bogus"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
-        "错误：the first argument must be a command, one of ['train', 'translate'], "
-        "got 'bogus'（用 --help 查看用法）\n"
+        "错误：第一个参数应是命令 train 或 translate，得到 'bogus'（用 --help 查看用法）\n"
     )
