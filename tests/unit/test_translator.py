@@ -180,3 +180,40 @@ def test_cli_main_dispatches_to_the_sub_commands(tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().err == (
         "错误：第一个参数应是命令 train 或 translate，得到 'bogus'（用 --help 查看用法）\n"
     )
+
+
+# ---------------------------------------------------------------- 句型不在训练语料里（issue 26 第 6 项）
+def test_translate_checked_tells_the_reader_when_a_sentence_is_outside_the_grammar():
+    from tinyformer.corpus import OUT_OF_GRAMMAR
+    from tinyformer.pretrained import load_translator
+    from tinyformer.translator import Translation
+
+    translator = load_translator()
+    inside, outside = "我明天去北京。", "他昨天没在商店买衣服吗？"  # 否定疑问句：语料从不生成
+    results = translator.translate_checked([inside, outside])
+    assert results == [
+        Translation(inside, translator.translate(inside), True, ""),
+        Translation(outside, translator.translate(outside), False, OUT_OF_GRAMMAR),
+    ]
+    # 一句（str）返回一个 Translation；print 时提示在译文的下一行
+    single = translator.translate_checked(outside)
+    assert str(single) == f"{single.text}\n提示：{OUT_OF_GRAMMAR}"
+    assert str(translator.translate_checked(inside)) == "I will go to Beijing tomorrow."
+    assert "in_grammar=False" in repr(single) and OUT_OF_GRAMMAR in repr(single)
+    # translate 照旧只返回字符串
+    assert isinstance(translator.translate(outside), str)
+
+
+def test_translate_checked_uses_the_translators_own_domain_and_checks_its_input():
+    translator = Translator(
+        tiny_translator().model, SRC_VOCAB, TGT_VOCAB, in_domain=lambda words: words[0] == "我"
+    )
+    assert translator.translate_checked("我明天去北京。").in_grammar
+    assert not translator.translate_checked("他喝绿茶吗？").in_grammar
+    with pytest.raises(TypeError, match="in_domain must be callable, got int"):
+        Translator(translator.model, SRC_VOCAB, TGT_VOCAB, in_domain=3)
+    with pytest.raises(TypeError, match="sentences must be a str or a list of str, got int"):
+        translator.translate_checked(5)
+    with pytest.raises(ValueError, match=r"words not in the source vocabulary: \['上海'\]") as info:
+        translator.translate_checked("我明天去上海。")
+    assert info.value.reason == "unknown_words" and info.value.sentence == "我明天去上海。"
