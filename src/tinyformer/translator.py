@@ -140,7 +140,7 @@ class Translator:
         >>> translator.translate("我爱上海")
         Traceback (most recent call last):
         ...
-        ValueError: sentence '我爱上海' has words not in the source vocabulary: ['上海']; the model can only translate words it was trained on
+        tinyformer.translator.UntranslatableError: sentence '我爱上海' has words not in the source vocabulary: ['上海']; the model can only translate words it was trained on
     """
 
     def __init__(
@@ -226,9 +226,14 @@ class Translator:
             for row in ids.tolist()
         ]
 
-    def translate_ids(self, src: Tensor, beam_size: int = 1, max_len: int = 32) -> Tensor:
-        """源句编号 (B, S) → 目标编号 (B, 1 + L)；``beam_size=1`` 用贪心解码，否则用束搜索。"""
+    def translate_ids(self, src: Tensor, beam_size: int = 1, max_len: int | None = None) -> Tensor:
+        """源句编号 (B, S) → 目标编号 (B, 1 + L)；``beam_size=1`` 用贪心解码，否则用束搜索。
+
+        ``max_len``：最多生成多少个词元；默认 32，但不超过模型的位置数（``<bos>`` 占一个）。
+        """
         check_positive_int("beam_size", beam_size)
+        if max_len is None:
+            max_len = min(32, self.model.config.max_len - 1)
         self.model.eval()
         bos, eos = self.tgt_vocab.bos_id, self.tgt_vocab.eos_id
         if beam_size == 1:
@@ -236,7 +241,7 @@ class Translator:
         return beam_search(self.model, src, bos, eos, beam_size=beam_size, max_len=max_len)
 
     def translate(
-        self, sentences: str | Sequence[str], beam_size: int = 1, max_len: int = 32
+        self, sentences: str | Sequence[str], beam_size: int = 1, max_len: int | None = None
     ) -> str | list[str]:
         """翻译一句（``str``，返回 ``str``）或多句（列表，返回列表）。
 
@@ -252,7 +257,7 @@ class Translator:
         return out[0] if single else out
 
     def translate_checked(
-        self, sentences: str | Sequence[str], beam_size: int = 1, max_len: int = 32
+        self, sentences: str | Sequence[str], beam_size: int = 1, max_len: int | None = None
     ) -> Translation | list[Translation]:
         """像 :meth:`translate` 一样翻译，但返回 :class:`Translation`：译文，加上句型在不在训练语料里。
 
@@ -276,7 +281,11 @@ class Translator:
         return results[0] if single else results
 
     def evaluate(
-        self, pairs: Sequence, beam_size: int = 1, batch_size: int = 256, max_len: int = 32
+        self,
+        pairs: Sequence,
+        beam_size: int = 1,
+        batch_size: int = 256,
+        max_len: int | None = None,
     ) -> Evaluation:
         """在句对（有 ``.zh``、``.en``）上算 完全匹配率 和 sacreBLEU。"""
         check_positive_int("batch_size", batch_size)

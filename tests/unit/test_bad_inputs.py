@@ -50,7 +50,7 @@ from tinyformer import (
 )
 from tinyformer.checkpoint import load_checkpoint, save_checkpoint
 from tinyformer.layers import recording_weights
-from tinyformer.text import ZhTokenizer, detokenize_en, tokenize_zh
+from tinyformer.text import Vocab, ZhTokenizer, detokenize_en, tokenize_zh
 from tinyformer.training import fit_translator, label_smoothed_cross_entropy, train, warmup_lr
 from tinyformer.translator import Translator, new_translator
 
@@ -321,6 +321,28 @@ API = [
      TGT_VOCAB, tokenizer="jieba"), TypeError, r"^tokenizer must be callable, got str$"),
     ("recording-weights-not-a-layer", lambda t: recording_weights(MultiHeadAttention(C, 4)).__enter__(),
      TypeError, r"^layers must be EncoderLayer or DecoderLayer, got MultiHeadAttention$"),
+    # 第二次 fuzz run（issue 26）找到的：torch 内部的 RuntimeError、Python 的 "not iterable"
+    ("layernorm-d-model-2**62", lambda t: LayerNorm(2**62), ValueError,
+     r"^LayerNorm\(d_model=4611686018427387904\) would need about .* of memory, more than this machine has"),
+    ("attn-mask-meta", lambda t: MultiHeadAttention(C, 4)(*[torch.zeros(2, 3, C)] * 3,
+     attn_mask=torch.ones(3, 3, dtype=torch.bool, device="meta")), ValueError,
+     r"^attn_mask must hold values, got a meta tensor \(a shape without data\)$"),
+    ("key-padding-mask-meta", lambda t: MultiHeadAttention(C, 4)(*[torch.zeros(2, 3, C)] * 3,
+     key_padding_mask=torch.ones(2, 3, dtype=torch.bool, device="meta")), ValueError,
+     r"^key_padding_mask must hold values, got a meta tensor \(a shape without data\)$"),
+    ("src-ids-meta", lambda t: tiny_model()(torch.ones(1, 3, dtype=torch.long, device="meta"),
+     torch.ones(1, 2, dtype=torch.long)), ValueError, r"must hold values, got a meta tensor"),
+    ("vocab-none", lambda t: Vocab(None), TypeError,
+     r"^sentences must be an iterable of token lists, got NoneType$"),
+    ("vocab-int-tokens", lambda t: Vocab([[1, 2]]), TypeError,
+     r"^sentences must hold str tokens, got 1 of type int$"),
+    ("vocab-from-itos-int", lambda t: Vocab.from_itos([*SRC_VOCAB.itos, 3]), TypeError,
+     r"^itos must hold str tokens, got 3 of type int$"),
+    ("vocab-decode-float", lambda t: SRC_VOCAB.decode([1.5]), TypeError, r"^ids must be integers, got 1.5$"),
+    ("vocab-decode-float-tensor", lambda t: SRC_VOCAB.decode(torch.tensor([1.5])), TypeError,
+     r"^ids must be integers, got 1.5$"),
+    ("vocab-decode-2d", lambda t: SRC_VOCAB.decode(torch.ones(2, 2, dtype=torch.long)), ValueError,
+     r"^ids must be one sequence \(1-D\), got a tensor of shape \(2, 2\)$"),
 ]  # fmt: skip
 
 

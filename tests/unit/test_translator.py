@@ -217,3 +217,18 @@ def test_translate_checked_uses_the_translators_own_domain_and_checks_its_input(
     with pytest.raises(ValueError, match=r"words not in the source vocabulary: \['上海'\]") as info:
         translator.translate_checked("我明天去上海。")
     assert info.value.reason == "unknown_words" and info.value.sentence == "我明天去上海。"
+
+
+def test_a_model_with_few_positions_translates_with_the_default_max_len(tmp_path, capsys):
+    # fuzz run (issue 26)：max_len=16 的检查点，translate() 的默认 max_len=32 曾让解码报
+    # "max_len + 1 (for <bos>) must be <= model.config.max_len=16"——读者并没有给 max_len
+    from tinyformer.translator import new_translator
+
+    small = new_translator(
+        SRC_VOCAB, TGT_VOCAB, seed=0, d_model=16, num_layers=1, d_ff=32, max_len=16
+    )
+    assert isinstance(small.translate("我明天去北京。"), str)
+    assert small.translate_ids(small.encode(["我明天去北京。"])).shape[1] <= 16
+    save_checkpoint(small, tmp_path / "small.pt")
+    assert cli.translate_main(["--model", str(tmp_path / "small.pt"), "我明天去北京。"]) == 0
+    assert capsys.readouterr().out.count("\n") == 1
