@@ -50,6 +50,7 @@ import signal
 import sys
 import tempfile
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -130,14 +131,26 @@ def _argparse_in_chinese() -> Iterator[None]:
         argparse._, argparse.ngettext = saved
 
 
-class Parser(argparse.ArgumentParser):
-    """说中文的 ``ArgumentParser``：帮助、用法和错误都是中文；出错时只打印一行 ``错误：…``，退出码 2。
+_PAD = "\0"  # 占位：让 argparse 按字符数算的宽度等于显示宽度，format_help 最后删掉
 
-    ``epilog`` 原样保留换行（退出码表）。
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """帮助里选项与说明两栏按 *显示宽度* 对齐：一个汉字占两列，argparse 却按字符数算。
+
+    每个汉字后面补一个占位字符，argparse 的宽度因此就是显示宽度；:meth:`Parser.format_help`
+    删掉占位字符。``epilog`` 原样保留换行（退出码表）。
     """
 
+    def _format_action_invocation(self, action) -> str:
+        text = super()._format_action_invocation(action)
+        return text + _PAD * sum(unicodedata.east_asian_width(c) in "WF" for c in text)
+
+
+class Parser(argparse.ArgumentParser):
+    """说中文的 ``ArgumentParser``：帮助、用法和错误都是中文；出错时只打印一行 ``错误：…``，退出码 2。"""
+
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("formatter_class", _Formatter)
         with _argparse_in_chinese():
             super().__init__(*args, **kwargs)
 
@@ -155,7 +168,7 @@ class Parser(argparse.ArgumentParser):
 
     def format_help(self) -> str:
         with _argparse_in_chinese():
-            return super().format_help()
+            return super().format_help().replace(_PAD, "")
 
     def error(self, message: str):
         self.exit(EXIT_USAGE, f"错误：{message}（用 --help 查看用法）\n")

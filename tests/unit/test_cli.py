@@ -213,3 +213,23 @@ def test_sigterm_in_a_real_process_exits_143(model_file):
     )
     assert result.returncode == 143 and result.stderr.startswith("错误：被终止（SIGTERM）")
     assert signal.SIGTERM + 128 == 143
+
+
+def test_help_columns_line_up_on_screen(capsys):
+    # argparse 按字符数对齐，一个汉字却占两列："--model 路径" 后面的说明曾错开两列
+    import unicodedata
+
+    def width(text):
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+    for command in (cli.train_main, cli.translate_main):
+        with pytest.raises(SystemExit):
+            command(["--help"])
+        out = capsys.readouterr().out
+        assert "\0" not in out
+        starts = {
+            width(m.group(1))
+            for line in out.split("\n\n退出码")[0].splitlines()
+            if (m := re.match(r"^(  [^ ].*?  +)\S", line))
+        }
+        assert len(starts) == 1, starts
