@@ -23,10 +23,10 @@
 退出码（每种错误一个，也写在 ``--help`` 的末尾，:data:`EXIT_CODES`）：
 
 ====  ==========================================================================
-0     成功；句型不在训练语料里的句子也算成功（照样打印译文，stderr 上另有一行提示）
+0     成功；句型不在训练语料里也算成功（照样打印译文，stderr 上另有提示）
 1     意外的内部错误（tinyformer 的缺陷，请报告）
-2     用法错误：参数缺少、不认识或取值不对，--out 写不进去（在做任何工作之前检查）
-3     --model 的检查点用不了：不存在、读不出、损坏、不是本书的检查点、内容不一致或不可信
+2     用法错误：参数缺少、不认识或取值不对，--out 写不进去（开始之前检查）
+3     --model 的检查点用不了：不存在、读不出、损坏、不一致或不可信
 4     有句子没法翻译（有模型没学过的词、没有词、太长）；其余句子照样翻译
 5     读写出错：检查点存不下（例如磁盘满了，原来的文件保持不变）、输出被关闭
 130   被 Ctrl-C 中断
@@ -46,6 +46,8 @@ import contextlib
 import errno
 import json
 import math
+import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -67,11 +69,10 @@ MAX_THREADS = 1024  # --threads 的上限：远多于任何机器的核数，又
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_BAD_MODEL, EXIT_UNTRANSLATABLE, EXIT_IO = range(6)
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT、128 + SIGTERM（shell 的惯例）
 EXIT_CODES = {
-    EXIT_OK: "成功；句型不在训练语料里的句子也算成功（照样打印译文，stderr 上另有一行提示）",
+    EXIT_OK: "成功；句型不在训练语料里也算成功（照样打印译文，stderr 上另有提示）",
     EXIT_INTERNAL: "意外的内部错误（tinyformer 的缺陷，请报告）",
-    EXIT_USAGE: "用法错误：参数缺少、不认识或取值不对，--out 写不进去（在做任何工作之前检查）",
-    EXIT_BAD_MODEL: "--model 的检查点用不了：不存在、读不出、损坏、不是本书的检查点、"
-    "内容不一致或不可信",
+    EXIT_USAGE: "用法错误：参数缺少、不认识或取值不对，--out 写不进去（开始之前检查）",
+    EXIT_BAD_MODEL: "--model 的检查点用不了：不存在、读不出、损坏、不一致或不可信",
     EXIT_UNTRANSLATABLE: "有句子没法翻译（有模型没学过的词、没有词、太长）；其余句子照样翻译",
     EXIT_IO: "读写出错：检查点存不下（例如磁盘满了，原来的文件保持不变）、输出被关闭",
     EXIT_INTERRUPTED: "被 Ctrl-C 中断",
@@ -134,12 +135,33 @@ def _argparse_in_chinese() -> Iterator[None]:
 _PAD = "\0"  # 占位：让 argparse 按字符数算的宽度等于显示宽度，format_help 最后删掉
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """帮助里选项与说明两栏按 *显示宽度* 对齐：一个汉字占两列，argparse 却按字符数算。
+def display_width(text: str) -> int:
+    """终端里的显示宽度：一个汉字（东亚宽字符）占两列。"""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
-    每个汉字后面补一个占位字符，argparse 的宽度因此就是显示宽度；:meth:`Parser.format_help`
-    删掉占位字符。``epilog`` 原样保留换行（退出码表）。
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """按 *显示宽度* 排版的帮助：一个汉字占两列，argparse 却按字符数算。
+
+    - 选项与说明两栏对齐：每个汉字后面补一个占位字符，argparse 的宽度因此就是显示宽度，
+      :meth:`Parser.format_help` 最后删掉占位字符；
+    - 说明按显示宽度折行，英文词和路径不拆开；用法行（argparse 按字符数折行）留出 8 列余量；
+    - ``epilog`` 原样保留换行（退出码表）。
     """
+
+    def __init__(self, prog: str, **kwargs):
+        kwargs.setdefault("width", shutil.get_terminal_size().columns - 2 - 8)
+        super().__init__(prog, **kwargs)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        lines, line = [], ""
+        for piece in re.findall(r"[!-~]+|\s+|.", " ".join(text.split())):  # 英文词整段、汉字逐个
+            if line and display_width(line + piece) > width:
+                lines.append(line.rstrip())
+                line = "" if piece.isspace() else piece
+            else:
+                line += piece
+        return [*lines, line.rstrip()] if line.strip() else lines
 
     def _format_action_invocation(self, action) -> str:
         text = super()._format_action_invocation(action)
@@ -486,7 +508,8 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
     parser = Parser(
         prog="python -m tinyformer.translate",
         description="用训练好的模型把中文句子译成英文。",
-        epilog='以 - 开头的句子放在 -- 之后，例如：python -m tinyformer.translate -- "-我明天去北京。"\n\n'
+        epilog="以 - 开头的句子放在 -- 之后，例如：\n"
+        '  python -m tinyformer.translate -- "-我明天去北京。"\n\n'
         + exit_codes_text(TRANSLATE_EXIT_CODES),
     )
     parser.add_argument(

@@ -233,3 +233,18 @@ def test_help_columns_line_up_on_screen(capsys):
             if (m := re.match(r"^(  [^ ].*?  +)\S", line))
         }
         assert len(starts) == 1, starts
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_help_fits_the_terminal_width(capsys, monkeypatch, columns):
+    # 一个汉字占两列：argparse 按字符数折行时，80 列的终端里有的行宽到 89 列
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for command in (cli.train_main, cli.translate_main):
+        with pytest.raises(SystemExit):
+            command(["--help"])
+        lines = capsys.readouterr().out.splitlines()
+        too_wide = [line for line in lines if cli.display_width(line) > columns]
+        if columns == 80:
+            assert too_wide == []
+        else:  # 窄终端：说明照样折行，只有不能拆的（用法里的选项、退出码表）可以超出
+            assert all(not line.startswith(" " * 18) for line in too_wide), too_wide
