@@ -190,7 +190,10 @@ class Parser(argparse.ArgumentParser):
 
     def format_help(self) -> str:
         with _argparse_in_chinese():
-            return super().format_help().replace(_PAD, "")
+            text = super().format_help().replace(_PAD, "")
+        for title in (ARGPARSE_ZH["positional arguments"], ARGPARSE_ZH["options"]):
+            text = text.replace(f"\n{title}:\n", f"\n{title}：\n")  # argparse 写半角的 "%s:"
+        return text
 
     def error(self, message: str):
         self.exit(EXIT_USAGE, f"错误：{message}（用 --help 查看用法）\n")

@@ -40,8 +40,8 @@ def english_left(text: str) -> list[str]:
     [
         (["--help"], "用法："),
         (["--help"], "显示这段帮助并退出"),
-        (["--help"], "位置参数"),
-        (["--help"], "选项"),
+        (["--help"], "位置参数："),
+        (["--help"], "选项："),
         ([], "缺少必需的参数：句子"),
         (["--temperature", "1", "我"], "不认识的参数：--temperature"),
         (["--beam-size"], "参数 --beam-size：需要一个取值"),
