@@ -320,7 +320,10 @@
     try {
       model = await loadModel(absolute(root.dataset.runtime), absolute(root.dataset.model));
     } catch (err) {
-      status.textContent = `模型没能加载：${err.message || err}（从 file:// 打开时浏览器不允许加载 WebAssembly 模型，请通过 http 访问本站）`;
+      // 给读者的消息只用中文；运行时的英文原因（如 "Failed to fetch"）留在控制台里
+      console.warn("live translator: the model did not load", err);
+      status.textContent =
+        "模型没能加载：从 file:// 打开时浏览器不允许加载 WebAssembly 模型，请通过 http 访问本站（详细原因见浏览器的控制台）";
       return;
     }
     // 输入框最多放这么多个字：模型最多读 src_max_len 个词，一个词最多 longest 个字
@@ -350,7 +353,8 @@
       try {
         result = await translate(model, tokens);
       } catch (err) {
-        fail(`无法翻译 ${shorten(sentence)}：模型在浏览器里运行出错（${err.message || err}）`);
+        console.warn("live translator: onnxruntime failed", err); // 英文原因（如 OrtRun() ERROR_CODE）只进控制台
+        fail(`无法翻译 ${shorten(sentence)}：模型在浏览器里运行出错（详细原因见浏览器的控制台）`);
         return;
       }
       const seconds = (performance.now() - started) / 1000;

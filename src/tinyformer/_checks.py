@@ -219,6 +219,8 @@ def check_indices(name: str, ids: Tensor, size: int, size_name: str) -> None:
     """
     if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
         raise TypeError(f"{name} must be an integer tensor, got dtype={ids.dtype}")
+    if ids.is_meta:
+        raise ValueError(f"{name} must hold values, got a meta tensor (a shape without data)")
     outside = (ids < 0) | (ids >= size)
     if outside.any():
         bad = ids[outside][0].item()
@@ -248,6 +250,8 @@ def _check_bool_mask(name: str, mask, builder: str) -> None:
             f"{name} must be a bool tensor (True = may attend), got {got}; "
             f"convert with mask.bool() or build it with {builder}"
         )
+    if mask.is_meta:
+        raise ValueError(f"{name} must hold values, got a meta tensor (a shape without data)")
 
 
 def check_mask(name: str, mask, shape: Sequence[int], ndims: Sequence[int]) -> None:

@@ -10,7 +10,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_floating, check_positive_float, check_positive_int, check_tensor
+from ._checks import (
+    check_floating,
+    check_memory,
+    check_positive_float,
+    check_positive_int,
+    check_tensor,
+)
 
 # 这些 dtype 的尾数太短，在它们里面求均值和方差会丢精度：统计量改用 float32 计算（torch 也这样做）
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -58,6 +64,7 @@ class LayerNorm(nn.Module):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_float("eps", eps)
+        check_memory(f"LayerNorm(d_model={d_model})", 2 * 4 * d_model)  # γ 和 β，float32
         self.d_model = d_model
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))  # γ

@@ -22,6 +22,7 @@ jieba 建词典时会往 stderr 打印 "Building prefix dict ..."，在较旧的
 from __future__ import annotations
 
 import logging
+import operator
 import re
 import threading
 import warnings
@@ -220,6 +221,15 @@ def detokenize_en(tokens: Sequence[str], proper_nouns: Iterable[str] = ()) -> st
     return " ".join(words)
 
 
+def _check_tokens(name: str, tokens) -> None:
+    """词元必须是 str：数字或 None 进了词表，编码、解码都会悄悄出错。"""
+    for tok in tokens:
+        if not isinstance(tok, str):
+            raise TypeError(
+                f"{name} must hold str tokens, got {tok!r:.60} of type {type(tok).__name__}"
+            )
+
+
 class Vocab:
     """词表：词元 ↔ 编号，前四个编号固定是 ``<pad>``=0、``<unk>``=1、``<bos>``=2、``<eos>``=3。
 
@@ -242,6 +252,10 @@ class Vocab:
     def __init__(self, sentences: Iterable[Sequence[str]], min_freq: int = 1):
         if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 1:
             raise ValueError(f"min_freq must be a positive integer, got min_freq={min_freq!r}")
+        if isinstance(sentences, str) or not isinstance(sentences, Iterable):
+            raise TypeError(
+                f"sentences must be an iterable of token lists, got {type(sentences).__name__}"
+            )
         counts: Counter[str] = Counter()
         for i, sentence in enumerate(sentences):
             if isinstance(sentence, str):
@@ -253,6 +267,7 @@ class Vocab:
         ordered = sorted(
             counts, key=lambda tok: -counts[tok]
         )  # sorted 是稳定的：同频保持首次出现顺序
+        _check_tokens("sentences", ordered)
         self.itos: list[str] = list(SPECIAL_TOKENS) + [
             tok for tok in ordered if counts[tok] >= min_freq and tok not in SPECIAL_TOKENS
         ]
@@ -269,6 +284,7 @@ class Vocab:
             True
         """
         itos = list(itos)
+        _check_tokens("itos", itos)
         if tuple(itos[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS or len(set(itos)) != len(itos):
             raise ValueError(
                 f"itos must start with {list(SPECIAL_TOKENS)} and hold no duplicates, "
@@ -303,9 +319,18 @@ class Vocab:
 
     def decode(self, ids: Iterable[int], strip_special: bool = False) -> list[str]:
         """编号 → 词元。``strip_special=True`` 时去掉 ``<pad>``/``<bos>``/``<eos>``，并在 ``<eos>`` 处截断。"""
+        if isinstance(ids, Tensor) and ids.dim() != 1:
+            raise ValueError(
+                f"ids must be one sequence (1-D), got a tensor of shape {tuple(ids.shape)}"
+            )
         tokens = []
         for i in ids:
-            i = int(i)
+            if isinstance(i, Tensor) and (i.dtype.is_floating_point or i.dtype.is_complex):
+                raise TypeError(f"ids must be integers, got {i.item()!r}")
+            try:
+                i = operator.index(i)
+            except TypeError:
+                raise TypeError(f"ids must be integers, got {i!r:.60}") from None
             if not 0 <= i < len(self.itos):
                 raise ValueError(f"token id must be in [0, {len(self.itos)}), got {i}")
             tok = self.itos[i]

@@ -150,10 +150,10 @@ def test_killed_save_keeps_the_previous_checkpoint(tmp_path):
 
 def test_full_disk_keeps_the_previous_checkpoint(tmp_path):
     returncode, stderr, files = run_child(tmp_path, "fsize")
-    assert returncode == 1
+    assert returncode == 5  # cli.EXIT_IO
     assert stderr.count("\n") == 1 and "Traceback" not in stderr
-    assert stderr.startswith("错误：could not write the checkpoint ")
-    assert "File too large" in stderr and "the previous file there, if any, is unchanged" in stderr
+    assert stderr.startswith("错误：检查点 ")
+    assert "写不进去（文件太大（超出了系统的限制））" in stderr and "原来的文件保持不变" in stderr
     assert files == ["child.py", "zh_en.pt"]
 
 

@@ -48,7 +48,7 @@ from tinyformer import (
     sinusoidal_encoding,
 )
 from tinyformer.layers import recording_weights
-from tinyformer.text import ZhTokenizer, detokenize_en, tokenize_zh
+from tinyformer.text import Vocab, ZhTokenizer, detokenize_en, tokenize_zh
 from tinyformer.translation import cli
 from tinyformer.translation.checkpoint import load_checkpoint, save_checkpoint
 from tinyformer.translation.training import (
@@ -326,6 +326,28 @@ API = [
      TGT_VOCAB, tokenizer="jieba"), TypeError, r"^tokenizer must be callable, got str$"),
     ("recording-weights-not-a-layer", lambda t: recording_weights(MultiHeadAttention(C, 4)).__enter__(),
      TypeError, r"^layers must be EncoderLayer or DecoderLayer, got MultiHeadAttention$"),
+    # 第二次 fuzz run（issue 26）找到的：torch 内部的 RuntimeError、Python 的 "not iterable"
+    ("layernorm-d-model-2**62", lambda t: LayerNorm(2**62), ValueError,
+     r"^LayerNorm\(d_model=4611686018427387904\) would need about .* of memory, more than this machine has"),
+    ("attn-mask-meta", lambda t: MultiHeadAttention(C, 4)(*[torch.zeros(2, 3, C)] * 3,
+     attn_mask=torch.ones(3, 3, dtype=torch.bool, device="meta")), ValueError,
+     r"^attn_mask must hold values, got a meta tensor \(a shape without data\)$"),
+    ("key-padding-mask-meta", lambda t: MultiHeadAttention(C, 4)(*[torch.zeros(2, 3, C)] * 3,
+     key_padding_mask=torch.ones(2, 3, dtype=torch.bool, device="meta")), ValueError,
+     r"^key_padding_mask must hold values, got a meta tensor \(a shape without data\)$"),
+    ("src-ids-meta", lambda t: tiny_model()(torch.ones(1, 3, dtype=torch.long, device="meta"),
+     torch.ones(1, 2, dtype=torch.long)), ValueError, r"must hold values, got a meta tensor"),
+    ("vocab-none", lambda t: Vocab(None), TypeError,
+     r"^sentences must be an iterable of token lists, got NoneType$"),
+    ("vocab-int-tokens", lambda t: Vocab([[1, 2]]), TypeError,
+     r"^sentences must hold str tokens, got 1 of type int$"),
+    ("vocab-from-itos-int", lambda t: Vocab.from_itos([*SRC_VOCAB.itos, 3]), TypeError,
+     r"^itos must hold str tokens, got 3 of type int$"),
+    ("vocab-decode-float", lambda t: SRC_VOCAB.decode([1.5]), TypeError, r"^ids must be integers, got 1.5$"),
+    ("vocab-decode-float-tensor", lambda t: SRC_VOCAB.decode(torch.tensor([1.5])), TypeError,
+     r"^ids must be integers, got 1.5$"),
+    ("vocab-decode-2d", lambda t: SRC_VOCAB.decode(torch.ones(2, 2, dtype=torch.long)), ValueError,
+     r"^ids must be one sequence \(1-D\), got a tensor of shape \(2, 2\)$"),
 ]  # fmt: skip
 
 
@@ -697,85 +719,86 @@ def run_cli(command, argv, capsys):
 
 USAGE = r"（用 --help 查看用法）"
 TMP = r"'/[^']+'"  # 临时文件夹的路径
-NUMBER = r"must be a finite positive number, got "
-IN_RANGE = r"must be in \[0, 2\*\*32\) = \[0, 4294967296\), got "
+NUMBER = r"应为有限的正数，得到 "
+IN_RANGE = r"应在 \[0, 2\*\*32\) = \[0, 4294967296\) 之内，得到 "
 # (编号, 参数（{tmp}、{model} 等换成文件）, 退出码, stderr 的那一行（正则，去掉开头的 "错误："）)
 TRAIN_CLI = [
-    ("steps-zero", ["--steps", "0"], 2, r"argument --steps: must be a positive integer, got 0" + USAGE),
-    ("steps-negative", ["--steps", "-3"], 2, r"argument --steps: must be a positive integer, got -3" + USAGE),
-    ("steps-float", ["--steps", "1.5"], 2, r"argument --steps: must be a positive integer, got '1.5'" + USAGE),
-    ("steps-word", ["--steps", "many"], 2, r"argument --steps: must be a positive integer, got 'many'" + USAGE),
-    ("steps-no-value", ["--steps"], 2, r"argument --steps: expected one argument" + USAGE),
-    ("seconds-inf", ["--seconds", "inf"], 2, r"argument --seconds: " + NUMBER + "'inf'" + USAGE),
-    ("seconds-nan", ["--seconds", "nan"], 2, r"argument --seconds: " + NUMBER + "'nan'" + USAGE),
-    ("seconds-1e400", ["--seconds", "1e400"], 2, r"argument --seconds: " + NUMBER + "'1e400'" + USAGE),
-    ("seconds-zero", ["--seconds", "0"], 2, r"argument --seconds: " + NUMBER + "'0'" + USAGE),
-    ("seconds-negative", ["--seconds", "-5"], 2, r"argument --seconds: " + NUMBER + "'-5'" + USAGE),
-    ("seconds-word", ["--seconds", "soon"], 2, r"argument --seconds: " + NUMBER + "'soon'" + USAGE),
+    ("steps-zero", ["--steps", "0"], 2, r"参数 --steps：应为正整数，得到 0" + USAGE),
+    ("steps-negative", ["--steps", "-3"], 2, r"参数 --steps：应为正整数，得到 -3" + USAGE),
+    ("steps-float", ["--steps", "1.5"], 2, r"参数 --steps：应为正整数，得到 '1.5'" + USAGE),
+    ("steps-word", ["--steps", "many"], 2, r"参数 --steps：应为正整数，得到 'many'" + USAGE),
+    ("steps-no-value", ["--steps"], 2, r"参数 --steps：需要一个取值" + USAGE),
+    ("seconds-inf", ["--seconds", "inf"], 2, r"参数 --seconds：" + NUMBER + "'inf'" + USAGE),
+    ("seconds-nan", ["--seconds", "nan"], 2, r"参数 --seconds：" + NUMBER + "'nan'" + USAGE),
+    ("seconds-1e400", ["--seconds", "1e400"], 2, r"参数 --seconds：" + NUMBER + "'1e400'" + USAGE),
+    ("seconds-zero", ["--seconds", "0"], 2, r"参数 --seconds：" + NUMBER + "'0'" + USAGE),
+    ("seconds-negative", ["--seconds", "-5"], 2, r"参数 --seconds：" + NUMBER + "'-5'" + USAGE),
+    ("seconds-word", ["--seconds", "soon"], 2, r"参数 --seconds：" + NUMBER + "'soon'" + USAGE),
     ("seed-2**70", ["--seed", str(2**70)], 2,
-     r"argument --seed: " + IN_RANGE + "'1180591620717411303424'" + USAGE),
-    ("seed-negative", ["--seed", "-1"], 2, r"argument --seed: " + IN_RANGE + "'-1'" + USAGE),
-    ("seed-float", ["--seed", "0.5"], 2, r"argument --seed: must be an integer, got '0.5'" + USAGE),
+     r"参数 --seed：" + IN_RANGE + "'1180591620717411303424'" + USAGE),
+    ("seed-negative", ["--seed", "-1"], 2, r"参数 --seed：" + IN_RANGE + "'-1'" + USAGE),
+    ("seed-float", ["--seed", "0.5"], 2, r"参数 --seed：应为整数，得到 '0.5'" + USAGE),
     ("seed-5000-digits", ["--seed", "9" * 5000], 2,
-     r"argument --seed: " + IN_RANGE + r"'9{60}'… \(5000 characters\)" + USAGE),
-    ("beam-size-zero", ["--beam-size", "0"], 2, r"argument --beam-size: must be a positive integer, got 0" + USAGE),
+     r"参数 --seed：" + IN_RANGE + "'9{60}'…（共 5000 个字符）" + USAGE),
+    ("beam-size-zero", ["--beam-size", "0"], 2, r"参数 --beam-size：应为正整数，得到 0" + USAGE),
     ("beam-size-100000", ["--steps", "1", "--beam-size", "100000", "--out", "{tmp}/m.pt"], 2,
-     r"--beam-size must be <= the target vocabulary size 94, got 100000" + USAGE),
-    ("threads-zero", ["--threads", "0"], 2, r"argument --threads: must be a positive integer, got 0" + USAGE),
+     r"--beam-size 应不大于目标词表的大小 94，得到 100000" + USAGE),
+    ("threads-zero", ["--threads", "0"], 2, r"参数 --threads：应为正整数，得到 0" + USAGE),
     ("threads-10**9", ["--threads", str(10**9), "--out", "{tmp}/m.pt"], 2,
-     r"--threads must be <= 1024, got 1000000000" + USAGE),
-    ("out-empty", ["--out", ""], 2, r"--out must be a file path, got ''" + USAGE),
-    ("out-spaces", ["--out", "  "], 2, r"--out must be a file path, got '  '" + USAGE),
-    ("out-directory", ["--out", "{tmp}"], 2, r"--out " + TMP + " is a directory; give a file path inside it" + USAGE),
+     r"--threads 应不大于 1024，得到 1000000000" + USAGE),
+    ("out-empty", ["--out", ""], 2, r"--out 应为文件路径，得到 ''" + USAGE),
+    ("out-spaces", ["--out", "  "], 2, r"--out 应为文件路径，得到 '  '" + USAGE),
+    ("out-directory", ["--out", "{tmp}"], 2, r"--out " + TMP + " 是一个文件夹；请给出它里面的文件路径" + USAGE),
     ("out-dev-full", ["--out", "/dev/full"], 2,
-     r"--out '/dev/full' is not a regular file \(a device such as /dev/full\?\)" + USAGE),
+     r"--out '/dev/full' 不是普通文件（是 /dev/full 这样的设备？）" + USAGE),
     ("out-under-proc", ["--out", "/proc/zh_en.pt"], 2,
-     r"--out '/proc/zh_en.pt' cannot be written: No such file or directory" + USAGE),
-    ("out-under-a-file", ["--out", "{tmp}/file.txt/m.pt"], 2, r"--out " + TMP + " cannot be written: File exists" + USAGE),
+     r"--out '/proc/zh_en.pt' 写不进去：文件或文件夹不存在" + USAGE),
+    ("out-under-a-file", ["--out", "{tmp}/file.txt/m.pt"], 2, r"--out " + TMP + " 写不进去：已经有同名的文件" + USAGE),
     ("out-long-path", ["--out", "/proc/" + "x" * 3000], 2,
-     r"--out '/proc/x{194}'… \(3006 characters\) cannot be written: No such file or directory" + USAGE),
-    ("unknown-option", ["--lr", "1"], 2, r"unrecognized arguments: --lr 1" + USAGE),
+     r"--out '/proc/x{194}'…（共 3006 个字符） 写不进去：文件或文件夹不存在" + USAGE),
+    ("unknown-option", ["--lr", "1"], 2, r"不认识的参数：--lr 1" + USAGE),
+    ("unknown-choice-like", ["--steps", "1", "--seed"], 2, r"参数 --seed：需要一个取值" + USAGE),
+    ("ambiguous-prefix", ["--s", "1"], 2, r"选项 --s 有歧义，可能是 --seed, --steps, --seconds" + USAGE),
+    ("explicit-value-for-flag", ["--no-progress=yes"], 2, r"参数 --no-progress：这个选项不取值，却给了 'yes'" + USAGE),
 ]  # fmt: skip
 
 UNKNOWN = r"：有模型没学过的词 \['好好'\]，模型只能翻译训练语料里的词"
+CKPT = r"检查点 " + TMP
 TRANSLATE_CLI = [
-    ("no-model-no-sentence", [], 2, r"the following arguments are required: sentences" + USAGE),
+    ("no-model-no-sentence", [], 2, r"缺少必需的参数：句子" + USAGE),
     ("unknown-long-option", ["--model", "{model}", "--temperature", "2", "我"], 2,
-     r"unrecognized arguments: --temperature" + USAGE),
-    ("unknown-short-option", ["--model", "{model}", "-x", "我"], 2, r"unrecognized arguments: -x" + USAGE),
-    ("no-sentence", ["--model", "{model}"], 2, r"the following arguments are required: sentences" + USAGE),
+     r"不认识的参数：--temperature" + USAGE),
+    ("unknown-short-option", ["--model", "{model}", "-x", "我"], 2, r"不认识的参数：-x" + USAGE),
+    ("no-sentence", ["--model", "{model}"], 2, r"缺少必需的参数：句子" + USAGE),
     ("beam-size-zero", ["--model", "{model}", "--beam-size", "0", "我"], 2,
-     r"argument --beam-size: must be a positive integer, got 0" + USAGE),
+     r"参数 --beam-size：应为正整数，得到 0" + USAGE),
     ("beam-size-word", ["--model", "{model}", "--beam-size", "wide", "我"], 2,
-     r"argument --beam-size: must be a positive integer, got 'wide'" + USAGE),
+     r"参数 --beam-size：应为正整数，得到 'wide'" + USAGE),
     ("beam-size-above-vocab", ["--model", "{model}", "--beam-size", "100000", "我"], 2,
-     r"--beam-size must be <= the target vocabulary size 11, got 100000" + USAGE),
-    ("model-missing", ["--model", "{tmp}/none.pt", "我"], 2, r"no checkpoint at path='/[^']+/none.pt'"),
-    ("model-directory", ["--model", "{tmp}", "我"], 2,
-     r"checkpoint " + TMP + r" is not a regular file \(a directory or a device\?\)"),
-    ("model-dev-null", ["--model", "/dev/null", "我"], 2,
-     r"checkpoint '/dev/null' is not a regular file \(a directory or a device\?\)"),
-    ("model-empty", ["--model", "{empty}", "我"], 2,
-     r"checkpoint " + TMP + r" is empty \(0 bytes\): was its save interrupted\?"),
-    ("model-random-bytes", ["--model", "{random}", "我"], 2,
-     r"checkpoint " + TMP + " " + READ + "BadZipFile: File is not a zip file"),
-    ("model-pickle-payload", ["--model", "{payload}", "我"], 2,
-     r"checkpoint " + TMP + r" holds objects other than tensors, numbers and strings \(print\); "
-     r"refused by torch.load\(weights_only=True\), nothing in it was run"),
-    ("model-all-nan", ["--model", "{nan}", "我"], 2, r"checkpoint " + TMP +
-     r" has 224 non-finite values \(nan or inf\) in state_dict\['src_embed.embedding.weight'\]"),
-    ("model-hostile-config", ["--model", "{hostile}", "我"], 2,
-     r"checkpoint " + TMP + " has config max_len=2147483648, above the limit 65536"),
-    ("model-other-config", ["--model", "{other}", "我"], 2, r"checkpoint " + TMP +
-     r" has state_dict\['src_embed.embedding.weight'\] of shape \(14, 32\) and dtype torch.float32, "
-     r"but its config needs shape \(14, 16\) and dtype torch.float32"),
-    ("unknown-words-40k-chars", ["--model", "{model}", LONG], 2, r"无法翻译 '好{60}'…（共 40000 个字符）" + UNKNOWN),
-    ("too-many-words", ["--model", "{model}", "我明天去北京。" * 20], 2,
+     r"--beam-size 应不大于目标词表的大小 11，得到 100000" + USAGE),
+    ("model-no-value", ["--model"], 2, r"参数 --model：需要一个取值" + USAGE),
+    ("model-missing", ["--model", "{tmp}/none.pt", "我"], 3, r"找不到 '/[^']+/none.pt'"),
+    ("model-directory", ["--model", "{tmp}", "我"], 3, CKPT + r" 不是普通文件（是文件夹还是设备？）"),
+    ("model-dev-null", ["--model", "/dev/null", "我"], 3, r"检查点 '/dev/null' 不是普通文件（是文件夹还是设备？）"),
+    ("model-empty", ["--model", "{empty}", "我"], 3, CKPT + r" 是空的（0 字节）：保存时被打断了？"),
+    ("model-random-bytes", ["--model", "{random}", "我"], 3,
+     CKPT + r" 读不出来（被截断了，或者不是 torch.save 写的）"),
+    ("model-pickle-payload", ["--model", "{payload}", "我"], 3,
+     CKPT + r" 含有张量、数字和字符串以外的对象（print），"
+     r"torch.load\(weights_only=True\) 拒绝了它，里面的代码没有运行"),
+    ("model-all-nan", ["--model", "{nan}", "我"], 3,
+     CKPT + r" 的权重 'src_embed.embedding.weight' 里有 224 个非有限数（nan 或 inf）"),
+    ("model-hostile-config", ["--model", "{hostile}", "我"], 3, CKPT + " 的配置 max_len=2147483648 超过上限 65536"),
+    ("model-other-config", ["--model", "{other}", "我"], 3, CKPT +
+     r" 的权重 'src_embed.embedding.weight' 形状 \(14, 32\)、类型 torch.float32，"
+     r"配置要的是形状 \(14, 16\)、类型 torch.float32"),
+    ("unknown-words-40k-chars", ["--model", "{model}", LONG], 4, r"无法翻译 '好{60}'…（共 40000 个字符）" + UNKNOWN),
+    ("too-many-words", ["--model", "{model}", "我明天去北京。" * 20], 4,
      r"无法翻译 '(我明天去北京。){8}我明天去'…（共 140 个字符）：句子太长，超过了模型的位置数 max_len，请拆成短句"),
-    ("empty-sentence", ["--model", "{model}", ""], 2, r"无法翻译 ''：句子里没有词"),
-    ("dash-sentence", ["--model", "{model}", "-好好"], 2, r"无法翻译 '-好好'：有模型没学过的词 \['-', '好好'\]，"
+    ("empty-sentence", ["--model", "{model}", ""], 4, r"无法翻译 ''：句子里没有词"),
+    ("dash-sentence", ["--model", "{model}", "-好好"], 4, r"无法翻译 '-好好'：有模型没学过的词 \['-', '好好'\]，"
      r"模型只能翻译训练语料里的词"),
-    ("dash-sentence-after-double-dash", ["--model", "{model}", "--", "-好好"], 2,
+    ("dash-sentence-after-double-dash", ["--model", "{model}", "--", "-好好"], 4,
      r"无法翻译 '-好好'：有模型没学过的词 \['-', '好好'\]，模型只能翻译训练语料里的词"),
 ]  # fmt: skip
 
@@ -808,10 +831,10 @@ def test_bad_cli_argument_gives_one_line(
 # ---------------------------------------------------------------- 命令行（真的子进程）
 SUBPROCESS_CLI = [
     ("train-seconds-inf", ["tinyformer.translation", "train", "--seconds", "inf"], 2,
-     "错误：argument --seconds: must be a finite positive number, got 'inf'（用 --help 查看用法）\n"),
+     "错误：参数 --seconds：应为有限的正数，得到 'inf'（用 --help 查看用法）\n"),
     ("train-out-dev-full", ["tinyformer.translation", "train", "--steps", "1", "--out", "/dev/full"], 2,
-     "错误：--out '/dev/full' is not a regular file (a device such as /dev/full?)（用 --help 查看用法）\n"),
-    ("translate-random-bytes", ["tinyformer.translation", "translate", "--model", "{random}", "我"], 2, None),
+     "错误：--out '/dev/full' 不是普通文件（是 /dev/full 这样的设备？）（用 --help 查看用法）\n"),
+    ("translate-random-bytes", ["tinyformer.translation", "translate", "--model", "{random}", "我"], 3, None),
 ]  # fmt: skip
 
 
@@ -827,7 +850,7 @@ def test_cli_subprocess_prints_no_traceback(bad_files, argv, code, expected):
     assert result.returncode == code and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     if expected is None:
-        assert result.stderr.startswith(f"错误：checkpoint {str(bad_files['random'])!r} " + "could")
+        assert result.stderr.startswith(f"错误：检查点 {str(bad_files['random'])!r} 读不出来")
     else:
         assert result.stderr == expected
 

@@ -53,7 +53,7 @@ def test_load_refuses_arbitrary_objects(tmp_path):
 
 
 def test_load_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no checkpoint at path="):
+    with pytest.raises(FileNotFoundError, match="no checkpoint at this path"):
         load_checkpoint(tmp_path / "missing.pt")
     torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="is not a tinyformer translator checkpoint"):
@@ -117,7 +117,7 @@ def test_train_cli_prints_one_json_line_and_saves_a_loadable_checkpoint(tmp_path
     assert 0.0 <= metrics["test_exact_match"] <= 1.0
     assert load_checkpoint(out).metrics["test_bleu"] == metrics["test_bleu"]
 
-    assert cli.translate_main(["--model", str(out), "我明天去北京。", "他爱我。"]) == 2
+    assert cli.translate_main(["--model", str(out), "我明天去北京。", "他爱我。"]) == 4
     captured = capsys.readouterr()
     assert len(captured.out.strip().splitlines()) == 1
     assert "有模型没学过的词 ['爱']" in captured.err
@@ -136,10 +136,10 @@ def test_cli_argument_errors(tmp_path, capsys):
         cli.train_main(["--steps", "0"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
-        "错误：argument --steps: must be a positive integer, got 0（用 --help 查看用法）\n"
+        "错误：参数 --steps：应为正整数，得到 0（用 --help 查看用法）\n"
     )
-    assert cli.translate_main(["--model", str(tmp_path / "none.pt"), "我"]) == 2
-    assert "no checkpoint at path=" in capsys.readouterr().err
+    assert cli.translate_main(["--model", str(tmp_path / "none.pt"), "我"]) == 3
+    assert capsys.readouterr().err == f"错误：找不到 {str(tmp_path / 'none.pt')!r}\n"
 
 
 def test_show_translation_plots_known_words_and_explains_unknown_ones(capsys, monkeypatch):
@@ -163,7 +163,10 @@ def test_show_translation_plots_known_words_and_explains_unknown_ones(capsys, mo
 
     assert show_translation(translator, "我明天去上海。") is None
     message = capsys.readouterr().out
-    assert message.startswith("无法翻译：") and "['上海']" in message
+    assert (
+        message
+        == "无法翻译 '我明天去上海。'：\n有模型没学过的词 ['上海']，模型只能翻译训练语料里的词\n"
+    )
     assert plt.get_fignums() == []  # 不认识的词：只有说明，没有图
     widget = translation_explorer(translator, "我明天去北京。")
     assert widget.children[0].value == "我明天去北京。"
@@ -180,6 +183,57 @@ def test_cli_main_dispatches_to_the_sub_commands(tmp_path, capsys, monkeypatch):
         cli.main(["bogus"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
-        "错误：the first argument must be a command, one of ['train', 'translate'], "
-        "got 'bogus'（用 --help 查看用法）\n"
+        "错误：第一个参数应是命令 train 或 translate，得到 'bogus'（用 --help 查看用法）\n"
     )
+
+
+# ---------------------------------------------------------------- 句型不在训练语料里（issue 26 第 6 项）
+def test_translate_checked_tells_the_reader_when_a_sentence_is_outside_the_grammar():
+    from tinyformer.translation.corpus import OUT_OF_GRAMMAR
+    from tinyformer.translation.pretrained import load_translator
+    from tinyformer.translation.translator import Translation
+
+    translator = load_translator()
+    inside, outside = "我明天去北京。", "他昨天没在商店买衣服吗？"  # 否定疑问句：语料从不生成
+    results = translator.translate_checked([inside, outside])
+    assert results == [
+        Translation(inside, translator.translate(inside), True, ""),
+        Translation(outside, translator.translate(outside), False, OUT_OF_GRAMMAR),
+    ]
+    # 一句（str）返回一个 Translation；print 时提示在译文的下一行
+    single = translator.translate_checked(outside)
+    assert str(single) == f"{single.text}\n提示：{OUT_OF_GRAMMAR}"
+    assert str(translator.translate_checked(inside)) == "I will go to Beijing tomorrow."
+    assert "in_grammar=False" in repr(single) and OUT_OF_GRAMMAR in repr(single)
+    # translate 照旧只返回字符串
+    assert isinstance(translator.translate(outside), str)
+
+
+def test_translate_checked_uses_the_translators_own_domain_and_checks_its_input():
+    translator = Translator(
+        tiny_translator().model, SRC_VOCAB, TGT_VOCAB, in_domain=lambda words: words[0] == "我"
+    )
+    assert translator.translate_checked("我明天去北京。").in_grammar
+    assert not translator.translate_checked("他喝绿茶吗？").in_grammar
+    with pytest.raises(TypeError, match="in_domain must be callable, got int"):
+        Translator(translator.model, SRC_VOCAB, TGT_VOCAB, in_domain=3)
+    with pytest.raises(TypeError, match="sentences must be a str or a list of str, got int"):
+        translator.translate_checked(5)
+    with pytest.raises(ValueError, match=r"words not in the source vocabulary: \['上海'\]") as info:
+        translator.translate_checked("我明天去上海。")
+    assert info.value.reason == "unknown_words" and info.value.sentence == "我明天去上海。"
+
+
+def test_a_model_with_few_positions_translates_with_the_default_max_len(tmp_path, capsys):
+    # fuzz run (issue 26)：max_len=16 的检查点，translate() 的默认 max_len=32 曾让解码报
+    # "max_len + 1 (for <bos>) must be <= model.config.max_len=16"——读者并没有给 max_len
+    from tinyformer.translation.translator import new_translator
+
+    small = new_translator(
+        SRC_VOCAB, TGT_VOCAB, seed=0, d_model=16, num_layers=1, d_ff=32, max_len=16
+    )
+    assert isinstance(small.translate("我明天去北京。"), str)
+    assert small.translate_ids(small.encode(["我明天去北京。"])).shape[1] <= 16
+    save_checkpoint(small, tmp_path / "small.pt")
+    assert cli.translate_main(["--model", str(tmp_path / "small.pt"), "我明天去北京。"]) == 0
+    assert capsys.readouterr().out.count("\n") == 1

@@ -6,13 +6,12 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import matplotlib.pyplot as plt
 
 from .._checks import check_instance
 from ..text import EOS, detokenize_en
-from ..translation.translator import Translator
+from ..translation.cli import cannot_translate
+from ..translation.translator import Translator, UntranslatableError
 from .plotting import plot_heatmap
 
 
@@ -27,8 +26,9 @@ def show_translation(
     check_instance("translator", translator, Translator)
     try:
         src_tokens, tgt_tokens, weights = translator.cross_attention(sentence, layer, beam_size)
-    except ValueError as err:
-        print(textwrap.fill(f"无法翻译：{err}", width=60))  # 折行：笔记本的输出框放得下
+    except UntranslatableError as err:  # 与命令行、网页翻译器同一句中文（cli.cannot_translate）
+        # 原句之后折行：整句有 90 多列（一个汉字占两列），笔记本的输出框放不下
+        print(cannot_translate(sentence, err).replace("：", "：\n", 1))
         return None
     translation = detokenize_en([tok for tok in tgt_tokens if tok != EOS], translator.proper_nouns)
     print(f"{sentence}  →  {translation}")

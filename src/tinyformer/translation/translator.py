@@ -1,4 +1,4 @@
-"""翻译器：训练好的模型 + 两张词表 + 分词规则——翻译句子、评估、看交叉注意力（第 8 章 8.5–8.10 节讲解）。
+"""翻译器：训练好的模型 + 两张词表 + 分词规则——翻译句子、评估、看交叉注意力（“完整模型”一章讲解）。
 
 :class:`Translator` 只做推理：它不训练（见 :func:`tinyformer.translation.training.fit_translator`），不读写文件
 （见 :mod:`tinyformer.translation.checkpoint`），也不改全局状态。:func:`new_translator` 按词表大小建一个
@@ -21,7 +21,7 @@ from ..decoding import beam_search, greedy_decode
 from ..layers import recording_weights
 from ..model import Transformer, TransformerConfig
 from ..text import Vocab, detokenize_en, pad_sequences
-from .corpus import PROPER_NOUNS, corpus_tokenizer
+from .corpus import OUT_OF_GRAMMAR, PROPER_NOUNS, corpus_tokenizer, in_grammar
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,49 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> Evaluation:
     return Evaluation(exact, bleu, tuple(hypotheses), tuple(references))
 
 
+class UntranslatableError(ValueError):
+    """这句话模型没法翻译：没有词、有词表外的词、或者比模型的位置数还长。
+
+    ``str(err)`` 是英文说明（像 torch 的错误一样）；``reason`` 是问题的种类
+    （``"empty"``、``"unknown_words"``、``"too_long"``），``sentence`` 是原句，``details``
+    是具体的值（``words``：词表外的词；``count``、``max_len``：词数与上限）。命令行和网页翻译器
+    按 ``reason`` 给读者一句中文（:func:`tinyformer.translation.cli.reader_message`）。
+    """
+
+    def __init__(self, sentence: str, reason: str, message: str, **details):
+        super().__init__(message)
+        self.sentence, self.reason, self.details = sentence, reason, details
+
+
+@dataclass(frozen=True)
+class Translation:
+    """一句话的译文，连同它可不可信。由 :meth:`Translator.translate_checked` 返回。
+
+    属性:
+        source: 中文原句。
+        text: 模型的译文；句型不在训练语料里时也照样给出（它是模型的尝试）。
+        in_grammar: 原句的句型是否在训练语料里（默认由 :func:`~tinyformer.translation.corpus.in_grammar`
+            精确判断）。
+        note: 给读者的提示：句型不在训练语料里时是 ``OUT_OF_GRAMMAR``
+            （"这句话的句型不在训练语料里，译文不可信"），否则是空字符串。
+
+    ``print(translation)`` 打印译文，有提示时下一行是“提示：…”。
+
+    例子::
+
+        >>> Translation("我明天去北京。", "I will go to Beijing tomorrow.", True, "").note
+        ''
+    """
+
+    source: str
+    text: str
+    in_grammar: bool
+    note: str
+
+    def __str__(self) -> str:
+        return f"{self.text}\n提示：{self.note}" if self.note else self.text
+
+
 class Translator:
     """中译英翻译器 = :class:`~tinyformer.Transformer` + 源词表 + 目标词表。
 
@@ -75,10 +118,15 @@ class Translator:
         model: 训练好的模型（本类会把它切到 ``eval()`` 模式后再解码）。
         src_vocab: 中文词表（``tokenizer`` 切出的词元）。
         tgt_vocab: 英文词表（``tokenize_en`` 的词元）。
-        tokenizer: 中文分词器（默认第 8 章语料的 ``tinyformer.translation.corpus.corpus_tokenizer``：
+        tokenizer: 中文分词器（默认“完整模型”一章语料的 ``tinyformer.translation.corpus.corpus_tokenizer``：
             词表是用它建的，翻译时必须用同一个）。
         proper_nouns: 译文里要大写的专名（默认 ``tinyformer.translation.corpus.PROPER_NOUNS``）。
         metrics: 训练指标（:func:`~tinyformer.translation.checkpoint.load_checkpoint` 填入检查点里存的）。
+        in_domain: 判断一句话（切好的词序列）是否在训练数据的句型里，给
+            :meth:`translate_checked` 用（默认“完整模型”一章语料的 ``tinyformer.translation.corpus.in_grammar``）。
+
+    :meth:`translate` 只返回译文；:meth:`translate_checked` 还说明句型在不在训练语料里——
+    语料之外的句子模型照样译得很流利，但译文不可信（“完整模型”一章的“分布偏移”）。
 
     例子::
 
@@ -92,7 +140,7 @@ class Translator:
         >>> translator.translate("我爱上海")
         Traceback (most recent call last):
         ...
-        ValueError: sentence '我爱上海' has words not in the source vocabulary: ['上海']; the model can only translate words it was trained on
+        tinyformer.translation.translator.UntranslatableError: sentence '我爱上海' has words not in the source vocabulary: ['上海']; the model can only translate words it was trained on
     """
 
     def __init__(
@@ -103,6 +151,7 @@ class Translator:
         tokenizer: Callable[[str], list[str]] = corpus_tokenizer,
         proper_nouns: Iterable[str] = PROPER_NOUNS,
         metrics: dict | None = None,
+        in_domain: Callable[[Sequence[str]], bool] = in_grammar,
     ):
         check_instance("model", model, Transformer)
         check_instance("src_vocab", src_vocab, Vocab)
@@ -117,18 +166,28 @@ class Translator:
                 )
         if not callable(tokenizer):
             raise TypeError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
+        if not callable(in_domain):
+            raise TypeError(f"in_domain must be callable, got {type(in_domain).__name__}")
         if isinstance(proper_nouns, str):
             raise TypeError(f"proper_nouns must be a list of words, not the str {proper_nouns!r}")
         self.model, self.src_vocab, self.tgt_vocab = model, src_vocab, tgt_vocab
         self.tokenizer = tokenizer
         self.proper_nouns: tuple[str, ...] = tuple(proper_nouns)
         self.metrics: dict = dict(metrics or {})
+        self.in_domain = in_domain
 
     def tokenize(self, sentence: str) -> list[str]:
-        """用 ``self.tokenizer`` 切分中文句子；有词表外的词时报错并列出它们（而不是悄悄变成 ``<unk>``）。"""
+        """用 ``self.tokenizer`` 切分中文句子；有词表外的词时报错并列出它们（而不是悄悄变成 ``<unk>``）。
+
+        没法翻译时抛出 :class:`UntranslatableError`（``ValueError`` 的子类）。
+        """
         tokens = self.tokenizer(sentence)
         if not tokens:
-            raise ValueError(f"sentence must contain at least one word, got {shorten(sentence)}")
+            raise UntranslatableError(
+                sentence,
+                "empty",
+                f"sentence must contain at least one word, got {shorten(sentence)}",
+            )
         unknown = list(dict.fromkeys(self.src_vocab.unknown(tokens)))  # 去重，保持顺序
         if unknown:
             shown = (
@@ -136,15 +195,22 @@ class Translator:
                 if len(unknown) <= 10
                 else f"{unknown[:10]!r}…（共 {len(unknown)} 个）"
             )
-            raise ValueError(
+            raise UntranslatableError(
+                sentence,
+                "unknown_words",
                 f"sentence {shorten(sentence)} has words not in the source vocabulary: {shown}; "
-                "the model can only translate words it was trained on"
+                "the model can only translate words it was trained on",
+                words=shown,
             )
         limit = self.model.config.max_len
         if len(tokens) > limit:
-            raise ValueError(
+            raise UntranslatableError(
+                sentence,
+                "too_long",
                 f"sentence {shorten(sentence)} has {len(tokens)} words, but the model reads at "
-                f"most max_len={limit}; split it into shorter sentences"
+                f"most max_len={limit}; split it into shorter sentences",
+                count=len(tokens),
+                max_len=limit,
             )
         return tokens
 
@@ -160,9 +226,14 @@ class Translator:
             for row in ids.tolist()
         ]
 
-    def translate_ids(self, src: Tensor, beam_size: int = 1, max_len: int = 32) -> Tensor:
-        """源句编号 (B, S) → 目标编号 (B, 1 + L)；``beam_size=1`` 用贪心解码，否则用束搜索。"""
+    def translate_ids(self, src: Tensor, beam_size: int = 1, max_len: int | None = None) -> Tensor:
+        """源句编号 (B, S) → 目标编号 (B, 1 + L)；``beam_size=1`` 用贪心解码，否则用束搜索。
+
+        ``max_len``：最多生成多少个词元；默认 32，但不超过模型的位置数（``<bos>`` 占一个）。
+        """
         check_positive_int("beam_size", beam_size)
+        if max_len is None:
+            max_len = min(32, self.model.config.max_len - 1)
         self.model.eval()
         bos, eos = self.tgt_vocab.bos_id, self.tgt_vocab.eos_id
         if beam_size == 1:
@@ -170,9 +241,12 @@ class Translator:
         return beam_search(self.model, src, bos, eos, beam_size=beam_size, max_len=max_len)
 
     def translate(
-        self, sentences: str | Sequence[str], beam_size: int = 1, max_len: int = 32
+        self, sentences: str | Sequence[str], beam_size: int = 1, max_len: int | None = None
     ) -> str | list[str]:
-        """翻译一句（``str``，返回 ``str``）或多句（列表，返回列表）。"""
+        """翻译一句（``str``，返回 ``str``）或多句（列表，返回列表）。
+
+        只返回译文，不说它可不可信；要知道句型在不在训练语料里，用 :meth:`translate_checked`。
+        """
         single = isinstance(sentences, str)
         batch = [sentences] if single else sentences
         if not isinstance(batch, (list, tuple)) or not all(isinstance(s, str) for s in batch):
@@ -182,8 +256,36 @@ class Translator:
         out = self.decode(self.translate_ids(self.encode(batch), beam_size, max_len))
         return out[0] if single else out
 
+    def translate_checked(
+        self, sentences: str | Sequence[str], beam_size: int = 1, max_len: int | None = None
+    ) -> Translation | list[Translation]:
+        """像 :meth:`translate` 一样翻译，但返回 :class:`Translation`：译文，加上句型在不在训练语料里。
+
+        句型不在训练语料里（``self.in_domain`` 说不在）时照样给出模型的译文，``note`` 写明
+        "这句话的句型不在训练语料里，译文不可信"。命令行 ``python -m tinyformer.translation translate`` 用的就是它。
+
+        例子::
+
+            >>> from tinyformer.translation.pretrained import load_translator
+            >>> result = load_translator().translate_checked("他昨天没在商店买衣服吗？")
+            >>> result.in_grammar, result.note
+            (False, '这句话的句型不在训练语料里，译文不可信')
+        """
+        single = isinstance(sentences, str)
+        texts = self.translate([sentences] if single else sentences, beam_size, max_len)
+        batch = [sentences] if single else list(sentences)
+        results = []
+        for sentence, text in zip(batch, texts, strict=True):
+            known = bool(self.in_domain(self.tokenize(sentence)))
+            results.append(Translation(sentence, text, known, "" if known else OUT_OF_GRAMMAR))
+        return results[0] if single else results
+
     def evaluate(
-        self, pairs: Sequence, beam_size: int = 1, batch_size: int = 256, max_len: int = 32
+        self,
+        pairs: Sequence,
+        beam_size: int = 1,
+        batch_size: int = 256,
+        max_len: int | None = None,
     ) -> Evaluation:
         """在句对（有 ``.zh``、``.en``）上算 完全匹配率 和 sacreBLEU。"""
         check_positive_int("batch_size", batch_size)
@@ -244,7 +346,7 @@ def translator_config(
 ) -> TransformerConfig:
     """按词表大小给出翻译模型的配置：编码器、解码器各 ``num_layers`` 层。
 
-    默认值是第 8 章用的尺寸（约 68 万个参数），在 2 核 CPU 上几分钟内能训练好。
+    默认值是“完整模型”一章用的尺寸（约 68 万个参数），在 2 核 CPU 上几分钟内能训练好。
     """
     check_instance("src_vocab", src_vocab, Vocab)
     check_instance("tgt_vocab", tgt_vocab, Vocab)
