@@ -33,7 +33,7 @@ V     词表大小 vocab_size
 等较重的依赖，所以这里不自动导入。导入本包的任何模块都不改变全局状态（jieba 的词典、torch 的随机数）。
 """
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .attention import MultiHeadAttention, attention_with_weights
 from .cache import KVCache
 from .compare import agree, magnitude
 from .decoding import beam_search, greedy_decode
@@ -62,7 +62,7 @@ __all__ = [
     # 第 5 章：掩码与注意力
     "causal_mask",
     "padding_mask",
-    "scaled_dot_product_attention",
+    "attention_with_weights",
     "MultiHeadAttention",
     # 第 6 章：层归一化与前馈网络
     "LayerNorm",
