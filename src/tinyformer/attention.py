@@ -141,14 +141,15 @@ def _attend(
     D = query.shape[-1]
     # (..., T, D) @ (..., D, S) -> (..., T, S)
     scores = query @ key.transpose(-2, -1) / math.sqrt(D)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, -math.inf)  # 不许关注的分数换成 -inf
-    weights = torch.softmax(scores, dim=-1)  # (..., T, S)，每行和为 1，被遮住的位置恰好是 0
-    if mask is not None:
+    if mask is not None:  # mask 的 True 表示可以关注：其余（~mask）的分数换成 -inf
+        scores = scores.masked_fill(~mask, -math.inf)
+    weights = torch.softmax(scores, dim=-1)  # (..., T, S)，每行和为 1，-inf 处恰好是 0
+    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)
+    if has_key is not None and not has_key.all():
         # 全被遮住的行：它的分数全是 -inf，softmax 要算 -inf - (-inf)，得到 NaN。这一行没有可看的键，
         # 我们规定它的权重全为 0，于是输出也是 0。反向时这些 NaN 也不会漏出去：上面 masked_fill 的
-        # 梯度在被遮住的位置（这一行的全部位置）恰好是 0。
-        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        # 梯度在被遮住的位置（这一行的全部位置）恰好是 0。没有这样的行时不必多走一遍权重矩阵。
+        weights = weights.masked_fill(~has_key, 0.0)
     if dropout_p > 0.0:  # 第 6 章：随机丢掉一些权重，其余的放大 1/(1-p)
         weights = F.dropout(weights, p=dropout_p)
     return weights @ value, weights  # (..., T, S) @ (..., S, Dv) -> (..., T, Dv)

@@ -99,7 +99,7 @@ def test_mha_fully_masked_rows_zero_in_both_paths(dtype, need_weights):
 @pytest.mark.parametrize("dropout", [0.0, 0.1])
 def test_fully_masked_rows_have_finite_gradients(dropout):
     torch.manual_seed(0)
-    mha = MultiHeadAttention(C, H, dropout=dropout)  # 训练模式：dropout > 0 时走 _attend
+    mha = MultiHeadAttention(C, H, dropout=dropout)  # 训练模式；两条路径都试
     x = torch.randn(B, T, C, requires_grad=True)
     mask = causal_mask(T).expand(B, 1, T, T).clone()
     mask[0, 0, 0] = False
