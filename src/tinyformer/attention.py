@@ -53,9 +53,9 @@ def attention_with_weights(
 ) -> tuple[Tensor, Tensor]:
     r"""缩放点积注意力（论文 §3.2.1），返回 ``(输出, 注意力权重)`` 两者。
 
-    名字说它返回两样东西：torch 的 ``F.scaled_dot_product_attention`` 只返回输出（它的融合内核
-    根本不存下权重），这里多返回权重，好画热力图、检查掩码。同名而返回值不同会让读者拿错，
-    所以不与 torch 同名。
+    名字说它返回两样东西。torch 的 ``F.scaled_dot_product_attention``
+    只返回输出（它的融合内核根本不存下权重）；这里多返回权重，好画热力图、
+    检查掩码。同名而返回值不同会让读者拿错，所以不与 torch 同名。
 
     .. math::
 
@@ -68,7 +68,7 @@ def attention_with_weights(
         \mathrm{allowed}_{b,\dots,t,s} = \mathrm{attn\_mask}_{\dots,t,s} \wedge
             \mathrm{key\_padding\_mask}_{b,s}
 
-    不允许的分数在 softmax 前加上 -inf，softmax 后它们的权重为 0；
+    不允许的分数在 softmax 前换成 -inf，softmax 后它们的权重为 0；
     一行全不允许时该行权重和输出都是 0（不是 NaN）。两种掩码各走各的参数（与 torch 相同），
     因为 B == T 时 (B, S) 与 (T, S) 形状一样，单看形状分不出"遮住哪些句子的哪些键"和
     "遮住哪些查询的哪些键"。
@@ -146,9 +146,10 @@ def _attend(
     weights = torch.softmax(scores, dim=-1)  # (..., T, S)，每行和为 1，-inf 处恰好是 0
     has_key = None if mask is None else mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)
     if has_key is not None and not has_key.all():
-        # 全被遮住的行：它的分数全是 -inf，softmax 要算 -inf - (-inf)，得到 NaN。这一行没有可看的键，
-        # 我们规定它的权重全为 0，于是输出也是 0。反向时这些 NaN 也不会漏出去：上面 masked_fill 的
-        # 梯度在被遮住的位置（这一行的全部位置）恰好是 0。没有这样的行时不必多走一遍权重矩阵。
+        # 全被遮住的行：分数全是 -inf，softmax 要算 -inf - (-inf)，得到 NaN。
+        # 这一行没有可看的键，我们规定它的权重全为 0，于是输出也是 0。
+        # 反向时这些 NaN 也不会漏出去：上面 masked_fill 的梯度在被遮住的位置
+        # （这一行的全部位置）恰好是 0。没有这样的行时不必多走一遍权重矩阵。
         weights = weights.masked_fill(~has_key, 0.0)
     if dropout_p > 0.0:  # 第 6 章：随机丢掉一些权重，其余的放大 1/(1-p)
         weights = F.dropout(weights, p=dropout_p)
@@ -321,9 +322,10 @@ class MultiHeadAttention(nn.Module):
 def _attend_fused(
     query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float
 ) -> Tensor:
-    """与 :func:`_attend` 相同的公式交给 torch 的 ``F.scaled_dot_product_attention``（不返回权重）。
+    """与 :func:`_attend` 相同的公式交给 torch 的融合内核（不返回权重）。
 
-    训练时（dropout_p > 0）也走这里，dropout 由 torch 在它的计算里做（nanoGPT 同样如此）。
+    内核是 ``F.scaled_dot_product_attention``。训练时（dropout_p > 0）也走这里，
+    dropout 由 torch 在它的计算里做（nanoGPT 同样如此）。
     """
     has_key = None if mask is None else mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)
     if has_key is None or has_key.all():
@@ -331,8 +333,8 @@ def _attend_fused(
         return F.scaled_dot_product_attention(
             query, key, value, attn_mask=mask, dropout_p=dropout_p
         )
-    # 全被遮住的行：torch 的某些版本、后端在这里给出 NaN（梯度也是 NaN）。先让这些行"什么都能看"，
-    # 算完再把它们的输出置 0，与 _attend 的规定（权重 0、输出 0）一致。
+    # 全被遮住的行：torch 的某些版本、后端在这里给出 NaN（梯度也是 NaN）。
+    # 先让这些行"什么都能看"，算完再把它们的输出置 0，与 _attend 的规定一致。
     out = F.scaled_dot_product_attention(
         query, key, value, attn_mask=mask | ~has_key, dropout_p=dropout_p
     )
