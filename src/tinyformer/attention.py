@@ -143,8 +143,9 @@ def _attend(
     scores = query @ key.transpose(-2, -1) / math.sqrt(D)
     if mask is not None:  # mask 的 True 表示可以关注：其余（~mask）的分数换成 -inf
         scores = scores.masked_fill(~mask, -math.inf)
-    weights = torch.softmax(scores, dim=-1)  # (..., T, S)，每行和为 1，-inf 处恰好是 0
-    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)
+    weights = torch.softmax(scores, dim=-1)  # (..., T, S)：-inf 处恰好是 0
+    # has_key: (..., T|1, 1)，这一行至少有一个可关注的键
+    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)
     if has_key is not None and not has_key.all():
         # 全被遮住的行：分数全是 -inf，softmax 要算 -inf - (-inf)，得到 NaN。
         # 这一行没有可看的键，我们规定它的权重全为 0，于是输出也是 0。
@@ -327,7 +328,8 @@ def _attend_fused(
     内核是 ``F.scaled_dot_product_attention``。训练时（dropout_p > 0）也走这里，
     dropout 由 torch 在它的计算里做（nanoGPT 同样如此）。
     """
-    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)
+    # has_key: (..., T|1, 1)，这一行至少有一个可关注的键
+    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)
     if has_key is None or has_key.all():
         # (..., T, D), (..., S, D), (..., S, Dv) -> (..., T, Dv)
         return F.scaled_dot_product_attention(
