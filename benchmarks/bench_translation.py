@@ -209,7 +209,7 @@ class Contender:
 
 CATEGORIES = {  # 算子名 -> 类别，用来汇总"时间花在哪里"
     "矩阵乘法": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"),
-    # torch 的 nn.Dropout 用 bernoulli_，tinyformer.Dropout 用 float64 的 uniform_（同样的随机数）
+    # 两个模型都用 torch 的 nn.Dropout 和 F.scaled_dot_product_attention 的 dropout_p（bernoulli_）
     "dropout 的随机数": ("aten::bernoulli_", "aten::uniform_"),
     "softmax": ("aten::_softmax", "aten::_softmax_backward_data", "aten::_safe_softmax"),
     "层归一化": ("aten::native_layer_norm", "aten::native_layer_norm_backward"),

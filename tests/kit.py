@@ -43,7 +43,7 @@ def playwright_chromium():
 
 
 def needs_torch_bernoulli_stream() -> None:
-    """逐位比较 dropout 与 torch 之前调用：torch 的 bernoulli_ 不从全局 CPU 生成器取数时跳过。
+    """按同一个种子比较带 dropout 的两种算法之前调用：torch 的 bernoulli_ 不从全局 CPU 生成器取数时跳过。
 
     torch 的 CPU 版 bernoulli_ 逐个元素从全局生成器取一个 float64 均匀随机数；在某些构建、某些 CPU 上
     它改用 MKL 的随机数流，那时 nn.Dropout（以及 F.scaled_dot_product_attention 的 dropout）的随机数

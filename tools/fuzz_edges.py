@@ -200,7 +200,7 @@ def attention():
         "attn_mask (B, H, T, S)": dict(attn_mask=torch.ones(B, 2, T, S, dtype=torch.bool)),
         "attn_mask (B, H, T, S+1)": dict(attn_mask=torch.ones(B, 2, T, S + 1, dtype=torch.bool)),
     }.items():
-        case("attention", f"sdpa {name}", lambda k=kwargs: tf.scaled_dot_product_attention(Q, K, V, **k),
+        case("attention", f"sdpa {name}", lambda k=kwargs: tf.attention_with_weights(Q, K, V, **k),
              shape((B, 2, T, 4)))  # fmt: skip
     # layers and full model
     enc, dec = tf.EncoderLayer(C, 2, 16).eval(), tf.DecoderLayer(C, 2, 16).eval()

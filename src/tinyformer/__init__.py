@@ -36,7 +36,7 @@ V     词表大小 vocab_size
 导入本包的任何模块都不改变全局状态（jieba 的词典、torch 的随机数、matplotlib 的设置）。
 """
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .attention import MultiHeadAttention, attention_with_weights
 from .cache import KVCache
 from .decoding import beam_search, greedy_decode
 from .dropout import Dropout
@@ -64,7 +64,7 @@ __all__ = [
     # 掩码与注意力
     "causal_mask",
     "padding_mask",
-    "scaled_dot_product_attention",
+    "attention_with_weights",
     "MultiHeadAttention",
     # 层归一化、前馈网络、丢弃法
     "LayerNorm",

@@ -1,20 +1,20 @@
-r"""缩放点积注意力与多头注意力（第 5 章 5.3–5.9 节讲解）。
+r"""缩放点积注意力与多头注意力（“注意力机制”一章讲解）。
 
 按章节顺序从上往下读：
 
-1. :func:`scaled_dot_product_attention` 与它的计算 ``_attend``（第 5 章；权重上的 dropout 是第 6 章）；
-2. :class:`MultiHeadAttention`（第 5 章）：投影、分头、注意力、拼接、输出投影；
-3. 它的两个附加部分：键/值缓存 ``_project_with_cache``（第 8 章 增量解码）和
-   不返回权重时走的融合路径 ``_attend_fused``（``torch.nn.functional.scaled_dot_product_attention``）；
+1. :func:`attention_with_weights` 与它的计算 ``_attend``：“注意力机制”一章的公式一行一行写出来
+   （权重上的 dropout 在“层归一化、残差与前馈网络”一章）；
+2. :class:`MultiHeadAttention`：投影、分头、注意力、拼接、输出投影；
+3. 它的两个附加部分：键/值缓存 ``_project_with_cache``（“完整模型”一章的增量解码）和
+   不返回权重时走的快路径 ``_attend_fused``（torch 自己的融合内核
+   ``torch.nn.functional.scaled_dot_product_attention``，与 nanoGPT 的 ``flash`` 路径相同）；
 4. 参数检查 ``_check_mha_inputs``。
 
 掩码约定见 :mod:`tinyformer.masks`：True 表示"可以关注"。掩码作用在分数矩阵 QKᵀ/√D 上：
-被遮住的分数加上 -inf，softmax 之后它们的权重恰好是 0。一行里的键全被遮住时，全是 -inf 的一行
-softmax 会得到 NaN（-inf 减 -inf）；我们先把这样的整行当作"什么都能看"，softmax 之后再把这一行的
-权重置 0，于是输出是 0 而不是 NaN，梯度也没有 NaN。float32、float16、bfloat16 都是如此。
+不许关注的分数换成 -inf，softmax 之后它们的权重恰好是 0。一行里的键全被遮住时，这一行的权重和
+输出都定为 0（不是 NaN），两条路径都是如此，理由写在 ``_attend`` 里发生的地方。
 
-``_attend`` 的每一步（Q、K 各乘 D^(-1/4)、加 0/-inf 掩码、softmax、dropout、乘 V）都与 torch 在 CPU 上
-``F.scaled_dot_product_attention`` 带 dropout 时退回的逐步计算相同，所以训练时两条路径逐位相同。
+两条路径算的是同一个公式，结果只差浮点舍入（``tests/unit/test_attention.py`` 按写明的容差核对）。
 """
 
 from __future__ import annotations
@@ -40,10 +40,9 @@ from ._checks import (
     merge_masks,
 )
 from .cache import KVCache
-from .dropout import dropout
 
 
-def scaled_dot_product_attention(
+def attention_with_weights(
     query: Tensor,
     key: Tensor,
     value: Tensor,
@@ -52,7 +51,11 @@ def scaled_dot_product_attention(
     *,
     key_padding_mask: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
-    r"""缩放点积注意力（论文 §3.2.1），同时返回输出和注意力权重。
+    r"""缩放点积注意力（论文 §3.2.1），返回 ``(输出, 注意力权重)`` 两者。
+
+    名字说它返回两样东西。torch 的 ``F.scaled_dot_product_attention``
+    只返回输出（它的融合内核根本不存下权重）；这里多返回权重，好画热力图、
+    检查掩码。同名而返回值不同会让读者拿错，所以不与 torch 同名。
 
     .. math::
 
@@ -65,7 +68,7 @@ def scaled_dot_product_attention(
         \mathrm{allowed}_{b,\dots,t,s} = \mathrm{attn\_mask}_{\dots,t,s} \wedge
             \mathrm{key\_padding\_mask}_{b,s}
 
-    不允许的分数在 softmax 前加上 -inf，softmax 后它们的权重为 0；
+    不允许的分数在 softmax 前换成 -inf，softmax 后它们的权重为 0；
     一行全不允许时该行权重和输出都是 0（不是 NaN）。两种掩码各走各的参数（与 torch 相同），
     因为 B == T 时 (B, S) 与 (T, S) 形状一样，单看形状分不出"遮住哪些句子的哪些键"和
     "遮住哪些查询的哪些键"。
@@ -89,9 +92,9 @@ def scaled_dot_product_attention(
     例子::
 
         >>> import torch
-        >>> from tinyformer import causal_mask, scaled_dot_product_attention
+        >>> from tinyformer import attention_with_weights, causal_mask
         >>> q = k = v = torch.randn(2, 5, 8)
-        >>> out, weights = scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(5))
+        >>> out, weights = attention_with_weights(q, k, v, attn_mask=causal_mask(5))
         >>> out.shape, weights.shape
         (torch.Size([2, 5, 8]), torch.Size([2, 5, 5]))
         >>> weights[0, 0].tolist()  # 第一个词元只能关注它自己
@@ -134,27 +137,23 @@ def scaled_dot_product_attention(
 def _attend(
     query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float
 ) -> tuple[Tensor, Tensor]:
-    """softmax(QKᵀ/√D) V 本身，不检查参数（调用者已检查）。"""
+    """softmax(QKᵀ/√D) V 本身，一步一行，不检查参数（调用者已检查）。"""
     D = query.shape[-1]
-    # Q、K 各乘 D^(-1/4)，乘积就是 QKᵀ/√D（torch 在 CPU 上也这样算，两边的数才逐位相同）
-    scale = math.sqrt(1.0 / math.sqrt(D))
     # (..., T, D) @ (..., D, S) -> (..., T, S)
-    scores = (query * scale) @ (key.transpose(-2, -1) * scale)
-    fully_masked = None
-    if mask is not None:
-        has_key = mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)：这一行至少有一个可关注的键
-        if not has_key.all():
-            # 整行被遮住：先让它"什么都能看"（否则 -inf 减 -inf 得 NaN），softmax 之后再置 0
-            fully_masked = ~has_key
-            mask = mask | fully_masked
-        # 与掩码同形状的 0/-inf 张量，原地加到新算出的分数上：不许关注的分数变成 -inf
-        bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device)
-        scores = scores.add_(bias.masked_fill_(~mask, -math.inf))
-    weights = torch.softmax(scores, dim=-1)  # (..., T, S)，每行和为 1，被遮住的位置恰好是 0
-    if fully_masked is not None:
-        weights = weights.masked_fill(fully_masked, 0.0)
-    if dropout_p > 0.0:  # 第 6 章：训练时随机丢掉一些权重（其余的放大 1/(1-p)）
-        weights = dropout(weights, dropout_p)
+    scores = query @ key.transpose(-2, -1) / math.sqrt(D)
+    if mask is not None:  # mask 的 True 表示可以关注：其余（~mask）的分数换成 -inf
+        scores = scores.masked_fill(~mask, -math.inf)
+    weights = torch.softmax(scores, dim=-1)  # (..., T, S)：-inf 处恰好是 0
+    # has_key: (..., T|1, 1)，这一行至少有一个可关注的键
+    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)
+    if has_key is not None and not has_key.all():
+        # 全被遮住的行：分数全是 -inf，softmax 要算 -inf - (-inf)，得到 NaN。
+        # 这一行没有可看的键，我们规定它的权重全为 0，于是输出也是 0。
+        # 反向时这些 NaN 也不会漏出去：上面 masked_fill 的梯度在被遮住的位置
+        # （这一行的全部位置）恰好是 0。没有这样的行时不必多走一遍权重矩阵。
+        weights = weights.masked_fill(~has_key, 0.0)
+    if dropout_p > 0.0:  # 丢弃法：随机丢掉一些权重，其余的放大 1/(1-p)
+        weights = F.dropout(weights, p=dropout_p)
     return weights @ value, weights  # (..., T, S) @ (..., S, Dv) -> (..., T, Dv)
 
 
@@ -169,7 +168,7 @@ class MultiHeadAttention(nn.Module):
     实现上 :math:`W^Q` 是一个 C×C 的线性层 ``q_proj``，它的输出切成 H 份就是各个头的
     :math:`QW^Q_h`；``k_proj``、``v_proj``、``out_proj``（即 :math:`W^O`）同理。
     自注意力（query、key、value 是同一个张量）时三个投影合成一次 C -> 3C 的矩阵乘法
-    （权重按行拼成 :math:`[W^Q; W^K; W^V]`，第 5 章验证它与分开算相同）。
+    （权重按行拼成 :math:`[W^Q; W^K; W^V]`，“注意力机制”一章验证它与分开算相同）。
 
     参数:
         d_model: 模型维数 C，须能被 num_heads 整除。
@@ -235,12 +234,11 @@ class MultiHeadAttention(nn.Module):
             attn_mask: 注意力掩码，bool，True 表示这个查询可以看这个键（默认 ``None``），
                 例如 :func:`~tinyformer.causal_mask`。两种掩码各走各的参数：B == T 时 (B, S)
                 与 (T, S) 形状相同，单看形状分不出来。实际作用的是两者的与（见
-                :func:`scaled_dot_product_attention`）。掩码参数只能按名字传。
+                :func:`attention_with_weights`）。掩码参数只能按名字传。
             need_weights: 是否返回每个头的注意力权重（默认 ``True``）。``False`` 时返回
-                ``(output, None)``：不丢弃时走 ``torch.nn.functional.scaled_dot_product_attention``
-                的融合内核，输出相同（到浮点舍入）但更快；在 CPU 上训练（dropout > 0）时 torch
-                本来也不用融合内核，这里直接用与它逐位相同的 ``_attend``。
-            cache: :class:`~tinyformer.KVCache`，增量解码用（第 8 章，默认 ``None``）。
+                ``(output, None)``：走 torch 自己的 ``F.scaled_dot_product_attention``
+                （训练时连同权重上的 dropout），输出与 ``True`` 时相同（到浮点舍入），但更快。
+            cache: :class:`~tinyformer.KVCache`，增量解码用（默认 ``None``）。
                 自注意力时 key/value 只需是新词元，它们的 K、V 接在缓存后面；
                 此时 S 是缓存后的键数，掩码的最后一维要与它一致。
             static_kv: 与 ``cache`` 一起用于交叉注意力（默认 ``False``）：第一次调用算出
@@ -263,7 +261,7 @@ class MultiHeadAttention(nn.Module):
         check_key_padding_mask("key_padding_mask", key_padding_mask, B, S)
         mask = merge_masks(attn_mask, key_padding_mask, ndim=4)  # (B|1, H|1, T|1, S) 或 None
 
-        dropout_p = self.dropout if self.training else 0.0
+        dropout_p = self.dropout if self.training else 0.0  # 只在训练时丢弃
         if need_weights:
             y, weights = _attend(q, k, v, mask, dropout_p)  # (B, H, T, D), (B, H, T, S)
         else:  # 同样的计算交给 torch 的融合内核（见文件后面的 _attend_fused）
@@ -298,7 +296,7 @@ class MultiHeadAttention(nn.Module):
         # (B, L, nC) -> (B, L, n, H, D) -> (n, B, H, L, D)，再拆成 n 个 (B, H, L, D)
         return y.view(B, L, n, H, D).permute(2, 0, 3, 1, 4).unbind(0)
 
-    # ---- 第 8 章：增量解码的键/值缓存 -------------------------------------------------------
+    # ---- 增量解码的键/值缓存 -------------------------------------------------------
 
     def _project_with_cache(
         self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache, static_kv: bool
@@ -325,18 +323,23 @@ class MultiHeadAttention(nn.Module):
 def _attend_fused(
     query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float
 ) -> Tensor:
-    """与 :func:`_attend` 相同的计算交给 ``F.scaled_dot_product_attention``（融合内核，不返回权重）。"""
-    if dropout_p > 0.0 and query.device.type == "cpu":
-        # 带 dropout 时 torch 在 CPU 上不用融合内核，而是退回与 _attend 逐位相同的逐步计算；
-        # 直接调用 _attend，权重上的 dropout 就也用第 6 章那个更快的 Dropout
-        return _attend(query, key, value, mask, dropout_p)[0]
-    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)  # (..., T|1, 1)
+    """与 :func:`_attend` 相同的公式交给 torch 的融合内核（不返回权重）。
+
+    内核是 ``F.scaled_dot_product_attention``。训练时（dropout_p > 0）也走这里，
+    dropout 由 torch 在它的计算里做（nanoGPT 同样如此）。
+    """
+    # has_key: (..., T|1, 1)，这一行至少有一个可关注的键
+    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)
     if has_key is None or has_key.all():
         # (..., T, D), (..., S, D), (..., S, Dv) -> (..., T, Dv)
-        return F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
-    # 整行被遮住时 torch 的某些版本/后端给出 NaN（梯度也会是 NaN）。先让这些行"什么都能看"，
-    # 算完再把它们的输出置 0，与 _attend 的结果一致。
-    out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask | ~has_key)
+        return F.scaled_dot_product_attention(
+            query, key, value, attn_mask=mask, dropout_p=dropout_p
+        )
+    # 全被遮住的行：torch 的某些版本、后端在这里给出 NaN（梯度也是 NaN）。
+    # 先让这些行"什么都能看"，算完再把它们的输出置 0，与 _attend 的规定一致。
+    out = F.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask | ~has_key, dropout_p=dropout_p
+    )
     return out.masked_fill(~has_key, 0.0)  # (..., T, Dv)
 
 

@@ -19,7 +19,6 @@ from ._checks import (
     check_positive_int,
     check_tensor,
 )
-from .dropout import Dropout
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 
@@ -102,7 +101,7 @@ class PositionWiseFFN(nn.Module):
         self.activation_name = activation
         self.linear1 = nn.Linear(d_model, d_ff)  # W_1, b_1
         self.activation = _make_activation(activation)  # 这里检查 activation
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
         self.linear2 = nn.Linear(d_ff, d_model)  # W_2, b_2
 
     def forward(self, x: Tensor) -> Tensor:

@@ -27,7 +27,6 @@ from ._checks import (
     layer_stack_bytes,
 )
 from .cache import KVCache
-from .dropout import Dropout
 from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS
 from .layers import EncoderLayer
@@ -168,7 +167,7 @@ class GPT(nn.Module):
         check_memory(f"GPT with {sizes}, num_layers={c.num_layers}", needed)  # 先算总账再建层
         self.token_embedding = TokenEmbedding(c.vocab_size, c.d_model, scale=False)
         self.position_embedding = nn.Embedding(c.max_len, c.d_model)  # 学到的位置嵌入
-        self.dropout = Dropout(c.dropout)
+        self.dropout = nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(
             [
                 GPTBlock(c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)

@@ -23,7 +23,6 @@ from torch import Tensor, nn
 from ._checks import check_bool, check_tensor
 from .attention import MultiHeadAttention
 from .cache import KVCache
-from .dropout import Dropout
 from .feedforward import PositionWiseFFN
 from .normalization import LayerNorm
 
@@ -81,8 +80,8 @@ class EncoderLayer(nn.Module):
         self.ffn = PositionWiseFFN(d_model, d_ff, dropout, activation)
         self.norm1 = LayerNorm(d_model)
         self.norm2 = LayerNorm(d_model)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
         self.need_weights = False
         self.self_attn_weights: Tensor | None = None
 
@@ -186,9 +185,9 @@ class DecoderLayer(nn.Module):
         self.norm1 = LayerNorm(d_model)
         self.norm2 = LayerNorm(d_model)
         self.norm3 = LayerNorm(d_model)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
         self.need_weights = False
         self.self_attn_weights: Tensor | None = None
         self.cross_attn_weights: Tensor | None = None

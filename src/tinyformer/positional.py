@@ -19,7 +19,6 @@ from ._checks import (
     check_positive_int,
     check_tensor,
 )
-from .dropout import Dropout
 
 
 def _frequencies(d_model: int, base: float) -> Tensor:
@@ -188,7 +187,7 @@ class PositionalEncoding(nn.Module):
         check_dropout("dropout", dropout)
         self.d_model = d_model
         self.max_len = max_len
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
         pe = sinusoidal_encoding(max_len, d_model, base)  # 这里检查 max_len、d_model、base
         self.register_buffer("pe", pe, persistent=False)  # (max_len, C)
 

@@ -9,12 +9,12 @@ import torch.nn.functional as F
 from tests.kit import needs_torch_bernoulli_stream
 from tinyformer import (
     MultiHeadAttention,
+    attention_with_weights,
     causal_mask,
     copy_from_torch,
     padding_mask,
-    scaled_dot_product_attention,
 )
-from tinyformer.attention import _attend_fused
+from tinyformer.attention import _attend, _attend_fused
 
 B, T, S, C, H = 2, 5, 7, 16, 4
 D = C // H
@@ -38,7 +38,7 @@ def _mha_pair(bias=True):
 def test_sdpa_matches_formula_written_out():
     torch.manual_seed(0)
     q, k, v = torch.randn(B, H, T, D), torch.randn(B, H, S, D), torch.randn(B, H, S, 3)
-    out, weights = scaled_dot_product_attention(q, k, v)
+    out, weights = attention_with_weights(q, k, v)
     scores = torch.einsum("bhtd,bhsd->bhts", q, k) / math.sqrt(D)
     expected_weights = scores.exp() / scores.exp().sum(-1, keepdim=True)
     torch.testing.assert_close(weights, expected_weights)
@@ -60,7 +60,7 @@ def test_sdpa_matches_torch_functional(mask_name):
         "random": (torch.rand(B, H, T, T) > 0.5) | torch.eye(T, dtype=torch.bool),
     }
     mask = masks[mask_name]
-    out, weights = scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    out, weights = attention_with_weights(q, k, v, attn_mask=mask)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, T))
@@ -74,7 +74,7 @@ def test_fully_masked_rows_are_zero_not_nan(dtype):
     q, k, v = (torch.randn(B, H, T, D, dtype=dtype) for _ in range(3))
     mask = causal_mask(T).expand(B, H, T, T).clone()
     mask[0, :, 2] = False  # 第 0 句第 2 行：没有一个可关注的键
-    out, weights = scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    out, weights = attention_with_weights(q, k, v, attn_mask=mask)
     assert out.dtype == dtype and not out.isnan().any() and not weights.isnan().any()
     assert (weights[0, :, 2] == 0).all() and (out[0, :, 2] == 0).all()
     # 其余各行仍是正常的概率分布
@@ -99,7 +99,7 @@ def test_mha_fully_masked_rows_zero_in_both_paths(dtype, need_weights):
 @pytest.mark.parametrize("dropout", [0.0, 0.1])
 def test_fully_masked_rows_have_finite_gradients(dropout):
     torch.manual_seed(0)
-    mha = MultiHeadAttention(C, H, dropout=dropout)  # 训练模式：dropout > 0 时走 _attend
+    mha = MultiHeadAttention(C, H, dropout=dropout)  # 训练模式；两条路径都试
     x = torch.randn(B, T, C, requires_grad=True)
     mask = causal_mask(T).expand(B, 1, T, T).clone()
     mask[0, 0, 0] = False
@@ -213,8 +213,8 @@ def test_self_attention_without_positions_is_permutation_equivariant():
 def test_sdpa_dropout_drops_and_rescales_weights():
     torch.manual_seed(0)
     q, k, v = torch.randn(B, H, T, D), torch.randn(B, H, S, D), torch.randn(B, H, S, D)
-    _, weights = scaled_dot_product_attention(q, k, v)
-    _, dropped_weights = scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    _, weights = attention_with_weights(q, k, v)
+    _, dropped_weights = attention_with_weights(q, k, v, dropout_p=0.5)
     dropped = dropped_weights == 0
     assert dropped.any() and not dropped.all()
     # 没被丢弃的权重放大 1 / (1 - p) = 2 倍
@@ -222,9 +222,11 @@ def test_sdpa_dropout_drops_and_rescales_weights():
 
 
 @pytest.mark.parametrize("mask_name", ["none", "causal", "padding&causal", "fully-masked-row"])
-def test_training_attention_is_bitwise_torch_sdpa(mask_name):
-    """训练时（CPU，dropout > 0）融合路径不调用 F.scaled_dot_product_attention，而是自己算（_attend）；
-    torch 此时退回的逐步计算与它逐位相同：同一个种子下输出、对 Q/K/V 的梯度、之后的随机数都相同。"""
+def test_training_paths_agree_with_the_same_seed(mask_name):
+    """训练时（dropout > 0）的两条路径：公式一行一行写出来的 _attend（权重上 F.dropout）与融合路径
+    （F.scaled_dot_product_attention 在自己的计算里丢弃）。同一个种子下 torch 丢弃同样的位置，所以输出
+    和对 Q/K/V 的梯度只差浮点舍入。容差 atol = rtol = 1e-5：两边求和的顺序不同（QKᵀ/√D 对
+    (Q·D^-1/4)(K·D^-1/4)），float32 下差几个 ulp；而 √D 用错（例如除以 D）时差 0.1 以上。"""
     needs_torch_bernoulli_stream()
     torch.manual_seed(0)
     q, k, v = (torch.randn(B, H, T, D, requires_grad=True) for _ in range(3))
@@ -238,12 +240,13 @@ def test_training_attention_is_bitwise_torch_sdpa(mask_name):
     if mask_name == "fully-masked-row":
         mask[0, 0, 1] = False  # 第 0 句第 1 行没有可关注的键
     results = []
-    for attend in (_attend_fused, F.scaled_dot_product_attention):
+    for attend in (lambda *args: _attend(*args)[0], _attend_fused):
         torch.manual_seed(7)
-        out = attend(q, k, v, mask, 0.1)  # 位置参数：attn_mask、dropout_p
-        results.append((out, *torch.autograd.grad(out.square().sum(), (q, k, v)), torch.rand(3)))
+        out = attend(q, k, v, mask, 0.1)  # 位置参数：mask、dropout_p
+        results.append((out, *torch.autograd.grad(out.square().sum(), (q, k, v))))
+    assert not torch.allclose(results[0][0], _attend(q, k, v, mask, 0.0)[0])  # 确实丢弃了
     for ours, theirs in zip(*results, strict=True):
-        assert torch.equal(ours, theirs)
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("need_weights", [True, False])

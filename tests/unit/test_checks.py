@@ -19,9 +19,9 @@ from tinyformer import (
     PositionWiseFFN,
     TokenEmbedding,
     Transformer,
+    attention_with_weights,
     causal_mask,
     padding_mask,
-    scaled_dot_product_attention,
     shift_matrix,
     sinusoidal_encoding,
 )
@@ -124,24 +124,24 @@ BAD_INPUTS = [
      r"cache must be a KVCache or None, got dict"),
     ("mha-need_weights", lambda: _mha(q5, kv7, kv7, need_weights=1), TypeError,
      r"need_weights must be a bool, got need_weights=1"),
-    # scaled_dot_product_attention
-    ("sdpa-head-dim", lambda: scaled_dot_product_attention(_x(B, T, 8), _x(B, S, 4), _x(B, S, 4)),
+    # attention_with_weights
+    ("sdpa-head-dim", lambda: attention_with_weights(_x(B, T, 8), _x(B, S, 4), _x(B, S, 4)),
      ValueError, r"query and key must have the same last dimension D"),
-    ("sdpa-dropout", lambda: scaled_dot_product_attention(q5, kv7, kv7, dropout_p=1.5),
+    ("sdpa-dropout", lambda: attention_with_weights(q5, kv7, kv7, dropout_p=1.5),
      ValueError, r"dropout_p must be in \[0, 1\), got dropout_p=1.5"),
     ("sdpa-mask-last-dim-1",
-     lambda: scaled_dot_product_attention(
+     lambda: attention_with_weights(
          q5, kv7, kv7, attn_mask=torch.ones(T, 1, dtype=torch.bool)
      ),
      ValueError, r"attn_mask of shape \(5, 1\) does not fit .* the last one exactly S"),
     ("sdpa-padding-no-batch",
-     lambda: scaled_dot_product_attention(
+     lambda: attention_with_weights(
          _x(T, C), _x(S, C), _x(S, C), key_padding_mask=torch.ones(1, S, dtype=torch.bool)
      ),
      ValueError, r"key_padding_mask needs a batch dimension B"),
-    ("sdpa-1d", lambda: scaled_dot_product_attention(_x(C), kv7, kv7), ValueError,
+    ("sdpa-1d", lambda: attention_with_weights(_x(C), kv7, kv7), ValueError,
      r"query must have shape \(\.\.\., T, D\), got shape \(16,\)"),
-    ("sdpa-batch", lambda: scaled_dot_product_attention(_x(2, T, C), _x(3, S, C), _x(3, S, C)),
+    ("sdpa-batch", lambda: attention_with_weights(_x(2, T, C), _x(3, S, C), _x(3, S, C)),
      ValueError, r"the leading \(batch\) dimensions of query and key must broadcast"),
     # TokenEmbedding
     ("emb-vocab", lambda: TokenEmbedding(0, 16), ValueError,

@@ -65,7 +65,7 @@ from tinyformer import (  # noqa: E402
     DecoderLayer,
     EncoderLayer,
     MultiHeadAttention,
-    scaled_dot_product_attention,
+    attention_with_weights,
 )
 
 _N = 4  # B == T == S：形状分不出两种掩码
@@ -80,11 +80,11 @@ def _x(*shape):
 def test_sdpa_refuses_a_padding_mask_in_the_old_argument():
     q = _x(_N, _N, 8)  # (B, T, D)
     with pytest.raises(TypeError, match="unexpected keyword argument 'mask'"):
-        scaled_dot_product_attention(q, q, q, mask=_NOT_PAD)
-    out, _ = scaled_dot_product_attention(q, q, q, key_padding_mask=_NOT_PAD)
+        attention_with_weights(q, q, q, mask=_NOT_PAD)
+    out, _ = attention_with_weights(q, q, q, key_padding_mask=_NOT_PAD)
     for b in range(_N):  # 每一句单独算、去掉填充：结果相同
         n = int(_NOT_PAD[b].sum())
-        alone, _ = scaled_dot_product_attention(q[b : b + 1], q[b : b + 1, :n], q[b : b + 1, :n])
+        alone, _ = attention_with_weights(q[b : b + 1], q[b : b + 1, :n], q[b : b + 1, :n])
         torch.testing.assert_close(out[b : b + 1], alone)
 
 

@@ -36,10 +36,6 @@ PY_FILES = (
     + [ROOT / "tasks.py"]
 )
 
-# 还要改写的文件：别的分支正在重写它们（注意力与丢弃法、命令行与翻译器），合并之后把它们的章节号
-# 换成标题，再从这里删掉。列在这里的文件必须真的还有章节号，否则测试失败，提醒把它删掉。
-NUMBERS_PENDING = {"attention.py", "dropout.py"}
-
 # “第 5 章”“第 1–8 章”“第 6.4 节”“5.3 节”“5.2、5.6–5.8 节”“§5.5”；“论文 §3.4”是论文的节号，不算
 BOOK_NUMBER = re.compile(
     r"第\s*\d+(?:\s*[–、,，-]\s*\d+)*\s*章"
@@ -73,18 +69,12 @@ def test_the_number_pattern_catches_book_numbers_and_spares_the_papers():
 
 
 def test_no_hand_typed_chapter_or_section_numbers_in_the_package():
-    found, pending_seen = [], set()
+    found = []
     for path in SOURCES:
         for line, text in _comments_and_strings(path):
             for match in BOOK_NUMBER.finditer(text):
-                if path.name in NUMBERS_PENDING:
-                    pending_seen.add(path.name)
-                else:
-                    found.append(f"{path.relative_to(ROOT)}:{line}: {match.group()}")
+                found.append(f"{path.relative_to(ROOT)}:{line}: {match.group()}")
     assert found == [], "name the chapter or section instead of its number:\n" + "\n".join(found)
-    assert pending_seen == NUMBERS_PENDING, (
-        f"no book numbers left in {sorted(NUMBERS_PENDING - pending_seen)}: remove from NUMBERS_PENDING"
-    )
 
 
 # 路径：以仓库的顶层文件夹开头，或者是仓库根目录的 *.md / *.toml / *.txt 文件；包内的 fonts/、weights/

@@ -8,7 +8,7 @@ import altair as alt
 import torch
 from torch import Tensor
 
-from ...attention import scaled_dot_product_attention
+from ...attention import attention_with_weights
 from ...masks import causal_mask
 from .charts import control, finish, heatmap, matrix_rows
 
@@ -32,7 +32,7 @@ def attention_data(head_dims=(4, 16, 64)) -> list[dict]:
 
     词向量与投影 :math:`W_Q, W_K` 都是固定种子的标准正态（float64），于是 :math:`q\cdot k` 的方差
     约为 d_k：不除以 √d_k 时 d_k 越大 softmax 越接近 one-hot（饱和）。
-    权重来自 :func:`~tinyformer.scaled_dot_product_attention`（不缩放时先把 Q 乘以 √d_k 抵消）。
+    权重来自 :func:`~tinyformer.attention_with_weights`（不缩放时先把 Q 乘以 √d_k 抵消）。
     返回的行：``mask``、``scaled``、``d_k``、``query``（第几个词元，0 起）、``key``、``q_token``、
     ``k_token``、``weight``（4 位小数）。
     """
@@ -47,9 +47,7 @@ def attention_data(head_dims=(4, 16, 64)) -> list[dict]:
         for scaled in (True, False):
             query = q if scaled else q * math.sqrt(d_k)  # 抵消函数里的 ÷√d_k
             for kind in _MASKS:
-                _, weights = scaled_dot_product_attention(
-                    query, k, k, attn_mask=_mask(kind, T, valid)
-                )
+                _, weights = attention_with_weights(query, k, k, attn_mask=_mask(kind, T, valid))
                 common = {"mask": kind, "scaled": scaled, "d_k": d_k}
                 rows += matrix_rows(weights, _SENTENCE, _SENTENCE, **common)
     return rows
