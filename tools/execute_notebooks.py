@@ -150,8 +150,21 @@ def execute(path: Path) -> tuple[float, int]:
         text = stable_widget_ids(text, list(state["state"]), path.stem)
         # nbformat.writes 按键名排序：用新 id 再写一遍，控件在文件里的顺序才与随机的旧 id 无关
         text = nbformat.writes(nbformat.reads(text, as_version=4)) + "\n"
+    elif views := widget_view_ids(nb):
+        # 控件只在 remove-output 的单元格里（不存控件状态）：输出里的 model id 也换成固定的
+        text = stable_widget_ids(text, views, path.stem)
     write_atomically(path, text)
     return seconds, peak
+
+
+def widget_view_ids(nb) -> list[str]:
+    """各输出里控件视图的 model id，按单元格和输出的顺序（每次执行都相同）。"""
+    return [
+        output["data"][WIDGET_VIEW]["model_id"]
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+        if WIDGET_VIEW in output.get("data", {})
+    ]
 
 
 def shows_a_widget(nb) -> bool:

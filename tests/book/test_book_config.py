@@ -1,5 +1,6 @@
 """书的配置：仓库地址只有一个出处，启动按钮、各章的 Colab 安装单元格、README 都与它一致。"""
 
+import hashlib
 import json
 import re
 import subprocess
@@ -69,6 +70,16 @@ def test_notebook_is_clean_and_ignored_outputs_say_why(path):
             assert len(reason) >= 8, (
                 f"cell {i}: say why output is not checked (nbval_ignore_reason)"
             )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_widget_ids_are_the_fixed_ones(path):
+    """重复执行逐字节相同：每个控件 model id 都是由笔记本名导出的固定 id（md5(名字:序号)），
+    不存控件状态的笔记本（控件只在 remove-output 的单元格里）也一样。"""
+    text = path.read_text(encoding="utf-8")
+    fixed = {hashlib.md5(f"{path.stem}:{i}".encode()).hexdigest() for i in range(1000)}
+    ids = set(re.findall(r'"model_id": "([0-9a-f]{32})"', text))
+    assert ids <= fixed, f"random widget ids: {sorted(ids - fixed)[:3]}"
 
 
 def test_every_github_link_points_at_the_configured_repository():
