@@ -432,6 +432,10 @@ class Converter:
                     f"in {chapter.docname}"
                 )
             text = title.replace("%s", dotted(number)) if title != label else dotted(number)
+            notebook = Path(docname).name + ".ipynb"
+            if len(number) == 1 and notebook in edition_notebooks():
+                # “第 5 章”：链到笔记本版里同一目录的那一章，Colab、GitHub、JupyterLab 都在原地打开它
+                return f"[{text}]({notebook})"
             return f"[{text}]({site.page(docname, anchor)})"
         if name == "eq":
             docname, _, number = site.numbered(f"equation-{content}")
