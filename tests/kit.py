@@ -104,3 +104,15 @@ def tiny_translator(seed: int = 0):
     return new_translator(
         TINY_SRC_VOCAB, TINY_TGT_VOCAB, seed=seed, d_model=16, num_heads=4, num_layers=1, d_ff=32
     )
+
+
+def run_cli(command, argv, capsys):
+    """像 ``python -m`` 那样运行一个子命令（经过 ``cli.run``），返回 (退出码, stdout, stderr)。"""
+    from tinyformer.translation import cli
+
+    try:
+        code = cli.run(lambda: command(argv))
+    except SystemExit as exit_info:
+        code = exit_info.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -26,8 +26,8 @@ import torch
 
 from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB
 from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB
+from tests.kit import run_cli, tiny_translator
 from tests.kit import tiny_transformer as tiny_model
-from tests.kit import tiny_translator
 from tests.unit.test_checks import BAD_INPUTS as CONSTRUCTOR_AND_FORWARD_INPUTS
 from tinyformer import (
     GPT,
@@ -705,16 +705,6 @@ def bad_files(tmp_path_factory, good_checkpoint):
         files[name] = folder / f"{name}.pt"
         _write(change, copy.deepcopy(good_checkpoint), files[name])
     return files
-
-
-def run_cli(command, argv, capsys):
-    """像 ``python -m`` 那样运行（经过 ``cli.run``），返回 (退出码, stdout, stderr)。"""
-    try:
-        code = cli.run(lambda: command(argv))
-    except SystemExit as exit_info:
-        code = exit_info.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 USAGE = r"（用 --help 查看用法）"

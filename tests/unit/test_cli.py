@@ -11,21 +11,12 @@ import sys
 
 import pytest
 
-from tests.kit import tiny_translator
+from tests.kit import run_cli, tiny_translator
 from tinyformer.translation import checkpoint, cli, translator
 from tinyformer.translation.checkpoint import save_checkpoint
 
 # 三个连着的英文单词就算一句英文（选项名、metavar、路径里的词不会这样连着出现）
 ENGLISH = re.compile(r"[A-Za-z]{2,}(?: [A-Za-z]{2,}){2,}")
-
-
-def run_cli(command, argv, capsys):
-    try:
-        code = cli.run(lambda: command(argv))
-    except SystemExit as exit_info:
-        code = exit_info.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def english_left(text: str) -> list[str]:
