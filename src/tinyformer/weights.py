@@ -1,0 +1,129 @@
+"""权重文件：safetensors 加一段 JSON（“完整模型”一章讲解，中译英与写诗两个应用都用它）。
+
+``torch.save`` 写的是 pickle：读它就是让文件告诉 Python 去构造哪些对象，一个恶意文件可以让
+``pickle`` 调用 ``os.system``。safetensors（Hugging Face 为"别人给的权重"设计的格式）只有两部分：
+
+1. 开头 8 个字节是小端整数 n，接着 n 个字节的 JSON 头：每个张量的名字、dtype、形状和它在数据区里
+   的起止字节，外加一个字符串到字符串的 ``__metadata__``；
+2. 数据区：各张量的原始字节，一个挨一个，不压缩。
+
+读它不执行任何代码；库在读数据之前核对头里的起止字节恰好铺满数据区、互不重叠、与形状一致，
+所以被截断或拼错的文件读不进来。模型的配置、词表这些"建模型要用的东西"以 JSON 放在
+``__metadata__`` 的 ``"tinyformer"`` 键下：先只读头（:func:`read_metadata`）建好模型，再
+:func:`load_weights` 按名字、形状严格装入（``load_state_dict(strict=True)``）。
+
+共享的权重（输出层与词嵌入共用一个矩阵）只存一份：safetensors 不许两个名字指向同一块内存，
+``safetensors.torch.load_model`` 装入时认得出这种共享。写文件用 :func:`~tinyformer.atomic.atomic_write`。
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_model, save
+from torch import nn
+
+from .atomic import atomic_write
+
+__all__ = ["WeightsError", "load_weights", "read_metadata", "save_weights"]
+
+METADATA_KEY = "tinyformer"
+
+
+class WeightsError(ValueError):
+    """权重文件读不进来，``reason`` 说原因的种类，消息写明文件和原因。
+
+    ``reason`` 取 ``"missing"``（没有这个文件）、``"permission"``（没有读权限）、
+    ``"not_a_file"``（是文件夹等）、``"pickle"``（``torch.save`` 写的 pickle 文件，不读）、
+    ``"damaged"``（不是 safetensors 文件，或被截断、改坏了）、``"metadata"``（没有本包的 JSON，
+    或 JSON 不对）、``"mismatch"``（张量的名字或形状与模型不符）。
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str, message: str):
+        super().__init__(f"{os.fspath(path)!r}: {message}")
+        self.path, self.reason = os.fspath(path), reason
+
+
+def save_weights(path: str | os.PathLike, model: nn.Module, metadata: dict) -> None:
+    """把 ``model`` 的参数和缓冲区连同 ``metadata``（能写成 JSON 的 dict）原子地写进 ``path``。
+
+    例子::
+
+        >>> import tempfile, pathlib, torch
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny.safetensors"
+        >>> save_weights(path, torch.nn.Linear(3, 2), {"in": 3, "out": 2})
+        >>> read_metadata(path)
+        {'in': 3, 'out': 2}
+        >>> model = torch.nn.Linear(3, 2)
+        >>> load_weights(path, model)
+    """
+    tensors, seen = {}, set()
+    for name, tensor in model.state_dict().items():
+        storage = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.shape)
+        if storage in seen:  # 共享的权重（如输出层 = 词嵌入）只存第一个名字
+            continue
+        seen.add(storage)
+        tensors[name] = tensor.detach().cpu().contiguous()
+    data = save(tensors, metadata={METADATA_KEY: json.dumps(metadata, ensure_ascii=False)})
+    with atomic_write(path) as file:
+        file.write(data)
+
+
+def read_metadata(path: str | os.PathLike) -> dict:
+    """只读 ``path`` 的头，返回 :func:`save_weights` 存进去的 ``metadata``。"""
+    try:
+        with safe_open(_readable(path), framework="pt") as file:
+            header = file.metadata() or {}
+    except SafetensorError as error:
+        raise _damaged(path, error) from None
+    if METADATA_KEY not in header:
+        raise WeightsError(path, "metadata", "a safetensors file without tinyformer's metadata")
+    try:
+        metadata = json.loads(header[METADATA_KEY])
+    except json.JSONDecodeError as error:
+        raise WeightsError(path, "metadata", f"its metadata is not valid JSON ({error})") from None
+    if not isinstance(metadata, dict):
+        raise WeightsError(path, "metadata", "its metadata is not a JSON object")
+    return metadata
+
+
+def load_weights(path: str | os.PathLike, model: nn.Module) -> None:
+    """把 ``path`` 里的张量装进 ``model``：名字与形状必须与 ``model.state_dict()`` 一一对应。"""
+    try:
+        load_model(model, _readable(path), strict=True)
+    except SafetensorError as error:
+        raise _damaged(path, error) from None
+    except RuntimeError as error:  # strict 装入：缺的、多的名字，或形状不符
+        detail = " ".join(str(error).split())
+        raise WeightsError(path, "mismatch", f"does not match the model: {detail}") from None
+
+
+def _readable(path: str | os.PathLike) -> str:
+    """``path`` 是一个能读的普通文件；否则给出真正的原因。pickle 文件在这里就拦下，不去解析。"""
+    path = Path(path)
+    try:
+        with path.open("rb") as file:
+            start = file.read(4)
+    except FileNotFoundError:
+        raise WeightsError(path, "missing", "no such file") from None
+    except PermissionError:
+        raise WeightsError(path, "permission", "permission denied") from None
+    except IsADirectoryError:
+        raise WeightsError(path, "not_a_file", "is a directory, not a weights file") from None
+    if start == b"PK\x03\x04" or start[:1] == b"\x80":  # torch.save 的 zip，或旧式 pickle
+        raise WeightsError(
+            path,
+            "pickle",
+            "a torch.save (pickle) file: unsafe to load, since unpickling can run code; "
+            "tinyformer reads safetensors files only",
+        )
+    return str(path)
+
+
+def _damaged(path: str | os.PathLike, error: SafetensorError) -> WeightsError:
+    return WeightsError(
+        path, "damaged", f"not a valid safetensors file (truncated or damaged: {error})"
+    )

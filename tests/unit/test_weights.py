@@ -1,0 +1,69 @@
+"""tinyformer.weights：safetensors + JSON 的存取，坏文件各有写明原因的错误。"""
+
+import pytest
+import torch
+
+from tests.kit import tiny_gpt
+from tinyformer.weights import WeightsError, load_weights, read_metadata, save_weights
+
+
+@pytest.fixture
+def saved(tmp_path):
+    model = tiny_gpt()
+    path = tmp_path / "gpt.safetensors"
+    save_weights(path, model, {"config": {"vocab_size": 50}, "itos": ["春", "夏"]})
+    return model, path
+
+
+def test_round_trip_keeps_metadata_weights_and_tying(saved):
+    model, path = saved
+    assert read_metadata(path) == {"config": {"vocab_size": 50}, "itos": ["春", "夏"]}
+    fresh = tiny_gpt(seed=1)
+    load_weights(path, fresh)
+    for (name, a), b in zip(model.state_dict().items(), fresh.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    assert fresh.output.weight is fresh.token_embedding.embedding.weight
+
+
+def test_the_file_holds_no_pickle_and_one_copy_of_a_tied_weight(saved):
+    model, path = saved
+    data = path.read_bytes()
+    assert not data.startswith(b"PK") and b"\x80\x02" not in data[:64]
+    header = 8 + int.from_bytes(data[:8], "little")
+    every_name = sum(t.numel() * 4 for t in model.state_dict().values())
+    assert len(data) - header == every_name - model.output.weight.numel() * 4
+
+
+@pytest.mark.parametrize(
+    ("make", "reason", "match"),
+    [
+        (lambda p: p.write_bytes(p.read_bytes()[:-7]), "damaged", "truncated or damaged"),
+        (lambda p: p.write_bytes(b"\xff" * 8 + b"{}"), "damaged", "header too large"),
+        (lambda p: p.unlink(), "missing", "no such file"),
+        (lambda p: torch.save({"w": torch.ones(2)}, p), "pickle", "unsafe to load"),
+    ],
+)
+def test_bad_files_name_their_real_cause(saved, make, reason, match):
+    _, path = saved
+    make(path)
+    with pytest.raises(WeightsError, match=match) as caught:
+        load_weights(path, tiny_gpt())
+    assert caught.value.reason == reason
+
+
+def test_a_directory_and_a_foreign_safetensors_file(tmp_path):
+    with pytest.raises(WeightsError, match="is a directory") as caught:
+        read_metadata(tmp_path)
+    assert caught.value.reason == "not_a_file"
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.ones(2)}, tmp_path / "foreign.safetensors")
+    with pytest.raises(WeightsError, match="without tinyformer's metadata"):
+        read_metadata(tmp_path / "foreign.safetensors")
+
+
+def test_shape_mismatch_names_the_tensor(saved):
+    _, path = saved
+    with pytest.raises(WeightsError, match="size mismatch for token_embedding") as caught:
+        load_weights(path, tiny_gpt(vocab_size=51))
+    assert caught.value.reason == "mismatch"
