@@ -30,8 +30,8 @@ TINY = (2, 8, 16, 4)
 
 
 def _cases(ours, theirs, mask):
-    """情形名 -> 函数（返回 (输出, 平均后的权重或 None)）。mask 是我们的约定（True = 可以关注）。"""
-    torch_mask = None if mask is None else ~mask  # torch.nn.MultiheadAttention：True = 不许关注
+    """情形名 -> 函数（返回 (输出, 平均后的权重或 None)）。两边收同一个掩码（True = 遮住）。"""
+    torch_mask = mask  # 与 torch.nn.MultiheadAttention 同名同义
 
     def ours_weights(x):
         out, weights = ours(x, x, x, attn_mask=mask, need_weights=True)

@@ -132,11 +132,11 @@ def attention():
     B, T, S, C = 2, 2, 3, 8
     mha = tf.MultiHeadAttention(C, 2).eval()
     q, kv = torch.randn(B, T, C), torch.randn(B, S, C)
-    pad = torch.tensor([[True, True, False], [True, False, False]])  # True = may attend
+    pad = torch.tensor([[False, False, True], [False, True, True]])  # True = padding, as in torch
 
     def respects_padding(out):
         kv2 = kv.clone()
-        kv2[~pad] = 100.0  # changing masked keys must not change anything
+        kv2[pad] = 100.0  # changing masked keys must not change anything
         again = mha(q, kv2, kv2, key_padding_mask=pad)[0]
         return None if torch.allclose(out[0], again, atol=1e-6) else "padding mask ignored"
 
@@ -165,10 +165,22 @@ def attention():
             lambda k=kwargs: mha(q, kv, kv, **k),
             shape((B, T, C)),
         )
-    case("attention", "attn_mask (T, S) all True", lambda: mha(q, kv, kv, attn_mask=torch.ones(T, S, dtype=torch.bool)),
+    case("attention", "attn_mask (T, S) all False", lambda: mha(q, kv, kv, attn_mask=torch.zeros(T, S, dtype=torch.bool)),
          shape((B, T, C)))  # fmt: skip
-    case("attention", "fully masked row", lambda: mha(q, kv, kv, key_padding_mask=torch.zeros(B, S, dtype=torch.bool)),
+    case("attention", "every key padding", lambda: mha(q, kv, kv, key_padding_mask=torch.ones(B, S, dtype=torch.bool)),
          shape((B, T, C)))  # fmt: skip
+    case("attention", "key_padding_mask inverted (ids != pad)", lambda: mha(q, kv[:1], kv[:1], key_padding_mask=torch.ones(1, S, dtype=torch.bool)),
+         shape((1, T, C)))  # fmt: skip
+    theirs = torch.nn.MultiheadAttention(C, 2, batch_first=True).eval()
+    same_as_torch = tf.copy_from_torch(tf.MultiHeadAttention(C, 2), theirs).eval()
+    causal = torch.ones(T, S, dtype=torch.bool).triu(1)  # True = masked, as torch takes it
+
+    def matches_torch(out):
+        expected = theirs(q, kv, kv, key_padding_mask=pad, attn_mask=causal)[0]
+        return None if torch.allclose(out[0], expected, atol=1e-6) else "differs from nn.MultiheadAttention"
+
+    case("attention", "torch's masks, same meaning as nn.MultiheadAttention",
+         lambda: same_as_torch(q, kv, kv, key_padding_mask=pad, attn_mask=causal), matches_torch)  # fmt: skip
     for name, (a, b, c) in {
         "query 2-D": (q[0], kv, kv),
         "key wrong C": (q, torch.randn(B, S, C + 1), kv),
@@ -193,12 +205,12 @@ def attention():
     # sdpa
     Q, K, V = torch.randn(B, 2, T, 4), torch.randn(B, 2, S, 4), torch.randn(B, 2, S, 4)
     for name, kwargs in {
-        "key_padding_mask (B, S)": dict(key_padding_mask=pad),
-        "attn_mask (B, S) as (T, S)": dict(attn_mask=pad),
+        "attn_mask keyword (F.sdpa's name)": dict(attn_mask=pad),
+        "mask (B, S) as (T, S)": dict(mask=pad),
         "dropout_p 1.5": dict(dropout_p=1.5),
         "dropout_p nan": dict(dropout_p=float("nan")),
-        "attn_mask (B, H, T, S)": dict(attn_mask=torch.ones(B, 2, T, S, dtype=torch.bool)),
-        "attn_mask (B, H, T, S+1)": dict(attn_mask=torch.ones(B, 2, T, S + 1, dtype=torch.bool)),
+        "mask (B, H, T, S)": dict(mask=torch.zeros(B, 2, T, S, dtype=torch.bool)),
+        "mask (B, H, T, S+1)": dict(mask=torch.zeros(B, 2, T, S + 1, dtype=torch.bool)),
     }.items():
         case("attention", f"sdpa {name}", lambda k=kwargs: tf.attention_with_weights(Q, K, V, **k),
              shape((B, 2, T, 4)))  # fmt: skip
@@ -224,7 +236,7 @@ def attention():
         lambda: dec(q, mem, memory_mask=pad),
         shape((B, T, C)),
     )
-    case("attention", "DecoderLayer tgt_mask (T, S)", lambda: dec(q, mem, tgt_mask=torch.ones(T, S, dtype=torch.bool)),
+    case("attention", "DecoderLayer tgt_mask (T, S)", lambda: dec(q, mem, tgt_mask=torch.zeros(T, S, dtype=torch.bool)),
          shape((B, T, C)))  # fmt: skip
     case("attention", "DecoderLayer memory_key_padding_mask", lambda: dec(q, mem, memory_key_padding_mask=pad),
          shape((B, T, C)))  # fmt: skip
@@ -234,12 +246,14 @@ def attention():
     src, tgt = torch.tensor([[1, 2, 0], [3, 0, 0]]), torch.tensor([[1, 4], [1, 5]])
     case(
         "attention",
-        "Transformer src_mask=src != 0",
-        lambda: model(src, tgt, src_mask=src != 0),
+        "Transformer src_mask=src == 0",
+        lambda: model(src, tgt, src_mask=src == 0),
         shape((B, T, 12)),
     )
-    case("attention", "Transformer src_key_padding_mask", lambda: model(src, tgt, src_key_padding_mask=src != 0),
+    case("attention", "Transformer src_key_padding_mask", lambda: model(src, tgt, src_key_padding_mask=src == 0),
          shape((B, T, 12)))  # fmt: skip
+    case("attention", "causal_mask(1, start=100000) builds one row",
+         lambda: tf.causal_mask(1, start=100_000), shape((1, 100_001)))  # fmt: skip
     for name, (s, t) in {
         "src id = vocab size": (torch.tensor([[12]]), tgt[:1]),
         "src negative id": (torch.tensor([[-1]]), tgt[:1]),
@@ -258,7 +272,6 @@ def attention():
             lambda s=s, t=t: model(s, t),
             shape((len(t), t.shape[-1], 12)),
         )
-    case("attention", "causal_mask(200000)", lambda: tf.causal_mask(200_000))
     case("attention", "causal_mask(0)", lambda: tf.causal_mask(0), shape((0, 0)))
     case("attention", "causal_mask(-1)", lambda: tf.causal_mask(-1))
     case("attention", "causal_mask(3, start=-1)", lambda: tf.causal_mask(3, start=-1))

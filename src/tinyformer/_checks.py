@@ -243,21 +243,21 @@ def check_key_value(key: Tensor, value: Tensor) -> None:
 
 
 def _check_bool_mask(name: str, mask, builder: str) -> None:
-    """掩码必须是 bool 张量（True = 可以关注）；``builder`` 告诉读者该用什么造它。"""
+    """掩码必须是 bool 张量（True = 遮住，与 torch.nn 相同）；``builder`` 告诉读者该用什么造它。"""
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = f"dtype={mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(
-            f"{name} must be a bool tensor (True = may attend), got {got}; "
-            f"convert with mask.bool() or build it with {builder}"
+            f"{name} must be a bool tensor (True = masked out, as in torch.nn.MultiheadAttention), "
+            f"got {got}; convert with mask.bool() or build it with {builder}"
         )
     if mask.is_meta:
         raise ValueError(f"{name} must hold values, got a meta tensor (a shape without data)")
 
 
 def check_mask(name: str, mask, shape: Sequence[int], ndims: Sequence[int]) -> None:
-    """注意力掩码（attn_mask）：bool 张量（True = 可以关注），能广播到注意力分数的形状 ``shape``。
+    """注意力掩码（attn_mask）：bool 张量（True = 遮住），能广播到注意力分数的形状 ``shape``。
 
-    注意力掩码说的是"哪个查询可以看哪个键"，所以它的最后两维是 (T, S)：维数属于 ``ndims``；
+    注意力掩码说的是"哪个查询不许看哪个键"，所以它的最后两维是 (T, S)：维数属于 ``ndims``；
     从右往左对齐后每一维要么等于 ``shape`` 的对应维，要么是 1；最后一维必须恰好是 S。
     (B, S) 的填充掩码**不能**从这里传进来：B == T 时它的形状与 (T, S) 相同，却会把每个
     *查询行*而不是每个*批量行*遮住。填充掩码有自己的参数 ``key_padding_mask``
@@ -284,23 +284,32 @@ def check_mask(name: str, mask, shape: Sequence[int], ndims: Sequence[int]) -> N
 
 
 def check_key_padding_mask(name: str, mask, batch: int, S: int) -> None:
-    """填充掩码（key_padding_mask）：bool 张量 (B, S)，True = 这个键是真实词元、可以关注。
+    """填充掩码（key_padding_mask）：bool 张量 (B, S)，True = 这个键是填充、遮住（与 torch 相同）。
 
     它说的是"每一句里哪些键是填充"，与查询无关，所以形状恰好是 (B, S)，不接受广播。
+    一句话的键全是填充时没有什么可看：torch 在这里给出 NaN，我们报错，因为这几乎总是
+    把掩码写反了（``ids != pad_id`` 是"真实词元"，不是填充）。
     """
     if mask is None:
         return
-    _check_bool_mask(name, mask, "ids != pad_id")
+    _check_bool_mask(name, mask, "padding_mask(ids, pad_id), i.e. ids == pad_id")
     if tuple(mask.shape) != (batch, S):
         raise ValueError(
-            f"{name} must have shape (B, S) = ({batch}, {S}) (True = a real token, may attend), "
-            f"got shape {tuple(mask.shape)}; pass ids != pad_id here (padding_mask gives the "
-            "(B, 1, 1, S) form for attn_mask)"
+            f"{name} must have shape (B, S) = ({batch}, {S}) (True = padding, ignored), "
+            f"got shape {tuple(mask.shape)}; pass padding_mask(ids, pad_id), i.e. ids == pad_id"
+        )
+    hidden = mask.all(dim=-1)  # (B,)：这一句的键全被遮住
+    if hidden.any():
+        rows = hidden.nonzero().flatten().tolist()
+        raise ValueError(
+            f"{name} marks every key of sentence(s) {shorten(rows)} as padding (True = padding, "
+            "ignored, as in torch), so they have nothing to attend to; did you pass ids != pad_id "
+            "(the real tokens) instead of ids == pad_id?"
         )
 
 
 def merge_masks(attn_mask: Tensor | None, key_padding_mask: Tensor | None, ndim: int):
-    """把 (B, S) 的填充掩码摆成 (B, 1, …, 1, S)，与注意力掩码 ``&`` 成一个（都是 True = 可以关注）。
+    """把 (B, S) 的填充掩码摆成 (B, 1, …, 1, S)，与注意力掩码 ``|`` 成一个（都是 True = 遮住）。
 
     ``ndim`` 是注意力分数的维数；两个都是 ``None`` 时返回 ``None``。
     """
@@ -308,4 +317,4 @@ def merge_masks(attn_mask: Tensor | None, key_padding_mask: Tensor | None, ndim:
         return attn_mask
     B, S = key_padding_mask.shape
     padding = key_padding_mask.view(B, *([1] * (ndim - 2)), S)  # (B, S) -> (B, 1, ..., 1, S)
-    return padding if attn_mask is None else padding & attn_mask
+    return padding if attn_mask is None else padding | attn_mask

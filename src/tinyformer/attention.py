@@ -10,9 +10,9 @@ r"""缩放点积注意力与多头注意力（“注意力机制”一章讲解�
    ``torch.nn.functional.scaled_dot_product_attention``，与 nanoGPT 的 ``flash`` 路径相同）；
 4. 参数检查 ``_check_mha_inputs``。
 
-掩码约定见 :mod:`tinyformer.masks`：True 表示"可以关注"。掩码作用在分数矩阵 QKᵀ/√D 上：
-不许关注的分数换成 -inf，softmax 之后它们的权重恰好是 0。一行里的键全被遮住时，这一行的权重和
-输出都定为 0（不是 NaN），两条路径都是如此，理由写在 ``_attend`` 里发生的地方。
+掩码约定见 :mod:`tinyformer.masks`：True 表示"遮住"，与 ``torch.nn.MultiheadAttention`` 相同。
+掩码作用在分数矩阵 QKᵀ/√D 上：遮住的分数换成 -inf，softmax 之后它们的权重恰好是 0。一行里的键
+全被遮住时，这一行的权重和输出都定为 0（不是 NaN），两条路径都是如此，理由写在 ``_attend`` 里发生的地方。
 
 两条路径算的是同一个公式，结果只差浮点舍入（``tests/unit/test_attention.py`` 按写明的容差核对）。
 """
@@ -46,10 +46,8 @@ def attention_with_weights(
     query: Tensor,
     key: Tensor,
     value: Tensor,
-    attn_mask: Tensor | None = None,
+    mask: Tensor | None = None,
     dropout_p: float = 0.0,
-    *,
-    key_padding_mask: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     r"""缩放点积注意力（论文 §3.2.1），返回 ``(输出, 注意力权重)`` 两者。
 
@@ -59,34 +57,25 @@ def attention_with_weights(
 
     .. math::
 
-        \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{D}}\Big) V
+        \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{D}}
+            + M\Big) V,\qquad M_{\dots,t,s} = \begin{cases} -\infty, & \mathrm{mask}_{\dots,t,s} \\
+            0, & \text{否则} \end{cases}
 
-    两种掩码（都是 bool，True 表示可以关注），作用在分数上的是它们的与：
-
-    .. math::
-
-        \mathrm{allowed}_{b,\dots,t,s} = \mathrm{attn\_mask}_{\dots,t,s} \wedge
-            \mathrm{key\_padding\_mask}_{b,s}
-
-    不允许的分数在 softmax 前换成 -inf，softmax 后它们的权重为 0；
-    一行全不允许时该行权重和输出都是 0（不是 NaN）。两种掩码各走各的参数（与 torch 相同），
-    因为 B == T 时 (B, S) 与 (T, S) 形状一样，单看形状分不出"遮住哪些句子的哪些键"和
-    "遮住哪些查询的哪些键"。
+    ``mask`` 是 bool，**True 表示遮住**（与 ``scores.masked_fill(mask, -inf)`` 的 ``mask``、
+    ``nn.MultiheadAttention`` 的掩码相同）；遮住的权重在 softmax 后为 0，一行全被遮住时
+    该行权重和输出都是 0（不是 NaN）。参数不叫 ``attn_mask``，因为
+    ``F.scaled_dot_product_attention`` 的 bool ``attn_mask`` 意思恰好相反（True = 可以关注）。
 
     参数:
         query, key, value: 查询、键、值。
-        attn_mask: 注意力掩码（默认 ``None``，不遮挡）：哪个查询可以看哪个键，例如
-            :func:`~tinyformer.causal_mask`；须能广播到 (..., T, S)，最后一维恰好是 S。
+        mask: 掩码（默认 ``None``，不遮挡），例如 :func:`~tinyformer.causal_mask`；
+            须能广播到分数的形状 (..., T, S)。
         dropout_p: 对注意力权重做 dropout 的概率（默认 0.0）。注意这个函数总会按它丢弃，
             训练/评估的切换由调用者负责（与 ``torch.nn.functional`` 相同）。
-        key_padding_mask: 填充掩码（默认 ``None``，只能按名字传）：每一句的哪些键是真实词元，
-            例如 ``ids != pad_id``；True 表示可以关注（注意与 torch 的 ``key_padding_mask`` 相反）。
-            需要批量维 B，即 query 至少 3 维。
 
     形状:
         - query: (..., T, D)，key: (..., S, D)，value: (..., S, Dv)
-        - attn_mask: (T, S) 或 (..., T|1, S)，每一维是分数的对应维或 1
-        - key_padding_mask: (B, S)，B 是分数的第一维
+        - mask: 能广播到 (..., T, S)
         - 输出: (..., T, Dv)；权重: (..., T, S)
 
     例子::
@@ -94,7 +83,7 @@ def attention_with_weights(
         >>> import torch
         >>> from tinyformer import attention_with_weights, causal_mask
         >>> q = k = v = torch.randn(2, 5, 8)
-        >>> out, weights = attention_with_weights(q, k, v, attn_mask=causal_mask(5))
+        >>> out, weights = attention_with_weights(q, k, v, mask=causal_mask(5))
         >>> out.shape, weights.shape
         (torch.Size([2, 5, 8]), torch.Size([2, 5, 5]))
         >>> weights[0, 0].tolist()  # 第一个词元只能关注它自己
@@ -121,16 +110,7 @@ def attention_with_weights(
             f"got query shape {tuple(query.shape)}, key shape {tuple(key.shape)}"
         ) from None
     scores_shape = (*batch_shape, query.shape[-2], key.shape[-2])
-    check_mask("attn_mask", attn_mask, scores_shape, ndims=range(2, len(scores_shape) + 1))
-    if key_padding_mask is not None:
-        if len(scores_shape) < 3:
-            raise ValueError(
-                "key_padding_mask needs a batch dimension B: query must have shape "
-                f"(B, ..., T, D), got query shape {tuple(query.shape)}"
-            )
-        B, S = scores_shape[0], scores_shape[-1]
-        check_key_padding_mask("key_padding_mask", key_padding_mask, B, S)
-    mask = merge_masks(attn_mask, key_padding_mask, len(scores_shape))
+    check_mask("mask", mask, scores_shape, ndims=range(2, len(scores_shape) + 1))
     return _attend(query, key, value, mask, dropout_p)
 
 
@@ -141,11 +121,11 @@ def _attend(
     D = query.shape[-1]
     # (..., T, D) @ (..., D, S) -> (..., T, S)
     scores = query @ key.transpose(-2, -1) / math.sqrt(D)
-    if mask is not None:  # mask 的 True 表示可以关注：其余（~mask）的分数换成 -inf
-        scores = scores.masked_fill(~mask, -math.inf)
+    if mask is not None:  # mask 的 True 表示遮住：这些分数换成 -inf
+        scores = scores.masked_fill(mask, -math.inf)
     weights = torch.softmax(scores, dim=-1)  # (..., T, S)：-inf 处恰好是 0
-    # has_key: (..., T|1, 1)，这一行至少有一个可关注的键
-    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)
+    # has_key: (..., T|1, 1)，这一行至少有一个没被遮住的键
+    has_key = None if mask is None else ~mask.all(dim=-1, keepdim=True)
     if has_key is not None and not has_key.all():
         # 全被遮住的行：分数全是 -inf，softmax 要算 -inf - (-inf)，得到 NaN。
         # 这一行没有可看的键，我们规定它的权重全为 0，于是输出也是 0。
@@ -186,7 +166,7 @@ class MultiHeadAttention(nn.Module):
         >>> from tinyformer import MultiHeadAttention, causal_mask
         >>> mha = MultiHeadAttention(d_model=16, num_heads=4)
         >>> x = torch.randn(2, 5, 16)
-        >>> out, weights = mha(x, x, x, attn_mask=causal_mask(5))
+        >>> out, weights = mha(x, x, x, attn_mask=causal_mask(5))  # True = 遮住
         >>> out.shape, weights.shape
         (torch.Size([2, 5, 16]), torch.Size([2, 4, 5, 5]))
     """
@@ -228,13 +208,13 @@ class MultiHeadAttention(nn.Module):
             query: 查询。自注意力时 query、key、value 传同一个张量。
             key: 键；交叉注意力时是编码器的输出 memory。
             value: 值，与 key 一一对应（通常就是 key）。
-            key_padding_mask: 填充掩码 (B, S)，bool，True 表示这个键是真实词元、可以关注
-                （默认 ``None``），例如 ``src != pad_id``。与 ``torch.nn.MultiheadAttention``
-                同名同形状，但 True/False 的意思相反（那里 True 表示忽略）。
-            attn_mask: 注意力掩码，bool，True 表示这个查询可以看这个键（默认 ``None``），
-                例如 :func:`~tinyformer.causal_mask`。两种掩码各走各的参数：B == T 时 (B, S)
-                与 (T, S) 形状相同，单看形状分不出来。实际作用的是两者的与（见
-                :func:`attention_with_weights`）。掩码参数只能按名字传。
+            key_padding_mask: 填充掩码 (B, S)，bool，True 表示这个键是填充、遮住（默认 ``None``），
+                即 :func:`~tinyformer.padding_mask` 的 ``ids == pad_id``。与
+                ``torch.nn.MultiheadAttention`` 同名、同形状、同义。
+            attn_mask: 注意力掩码，bool，True 表示这个查询不许看这个键（默认 ``None``），
+                例如 :func:`~tinyformer.causal_mask`；与 ``nn.MultiheadAttention`` 同义（只收 bool）。
+                两种掩码各走各的参数：B == T 时 (B, S) 与 (T, S) 形状相同，单看形状分不出来。
+                实际遮住的是两者的或。掩码参数只能按名字传。
             need_weights: 是否返回每个头的注意力权重（默认 ``True``）。``False`` 时返回
                 ``(output, None)``：走 torch 自己的 ``F.scaled_dot_product_attention``
                 （训练时连同权重上的 dropout），输出与 ``True`` 时相同（到浮点舍入），但更快。
@@ -328,17 +308,19 @@ def _attend_fused(
     内核是 ``F.scaled_dot_product_attention``。训练时（dropout_p > 0）也走这里，
     dropout 由 torch 在它的计算里做（nanoGPT 同样如此）。
     """
-    # has_key: (..., T|1, 1)，这一行至少有一个可关注的键
-    has_key = None if mask is None else mask.any(dim=-1, keepdim=True)
+    # F.scaled_dot_product_attention 的 bool attn_mask 意思相反：True = 可以关注
+    allowed = None if mask is None else ~mask
+    # has_key: (..., T|1, 1)，这一行至少有一个没被遮住的键
+    has_key = None if allowed is None else allowed.any(dim=-1, keepdim=True)
     if has_key is None or has_key.all():
         # (..., T, D), (..., S, D), (..., S, Dv) -> (..., T, Dv)
         return F.scaled_dot_product_attention(
-            query, key, value, attn_mask=mask, dropout_p=dropout_p
+            query, key, value, attn_mask=allowed, dropout_p=dropout_p
         )
     # 全被遮住的行：torch 的某些版本、后端在这里给出 NaN（梯度也是 NaN）。
     # 先让这些行"什么都能看"，算完再把它们的输出置 0，与 _attend 的规定一致。
     out = F.scaled_dot_product_attention(
-        query, key, value, attn_mask=mask | ~has_key, dropout_p=dropout_p
+        query, key, value, attn_mask=allowed | ~has_key, dropout_p=dropout_p
     )
     return out.masked_fill(~has_key, 0.0)  # (..., T, Dv)
 

@@ -28,17 +28,17 @@ class KVCache:
     贪心解码（``Transformer``；``GPT.generate`` 内部也是这样做的）::
 
         memory = model.encode(src)                       # (B, S, C)
-        not_pad = src != model.config.pad_id             # (B, S) 源句的填充掩码
+        is_pad = src == model.config.pad_id              # (B, S) 源句的填充掩码
         cache = KVCache()
         ys = torch.full((B, 1), bos_id)                  # (B, 1)
         for _ in range(max_new_tokens):
             # 只送入最新的一个词元；位置偏移由缓存长度决定
             logits = model.decode(
-                ys[:, -1:], memory, memory_key_padding_mask=not_pad, cache=cache
+                ys[:, -1:], memory, memory_key_padding_mask=is_pad, cache=cache
             )                                            # (B, 1, V)
             ys = torch.cat([ys, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
 
-    束搜索：先把 memory、not_pad 沿批量维重复 beam 次
+    束搜索：先把 memory、is_pad 沿批量维重复 beam 次
     （``memory.repeat_interleave(beam, dim=0)``），从 B·beam 行开始解码；之后每一步选出新的
     B·beam 条候选，``parent`` 是每条候选来自的旧行号（形状 (B·beam,)），调用
     ``cache.reorder(parent)`` 让每一行的缓存跟着它的候选走。

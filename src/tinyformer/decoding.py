@@ -54,13 +54,13 @@ def _check_decode_args(
         )
 
 
-def _next_logits(model, ys: Tensor, memory: Tensor, not_pad: Tensor, cache) -> Tensor:
+def _next_logits(model, ys: Tensor, memory: Tensor, is_pad: Tensor, cache) -> Tensor:
     """已生成的前缀 ys (N, t) → 下一个词元的 logits (N, V)。
 
     有缓存时只送入最后一个词元（位置由缓存长度决定），否则整段前缀重新送入。
     """
     tgt = ys if cache is None else ys[:, -1:]  # (N, t) 或 (N, 1)
-    logits = model.decode(tgt, memory, memory_key_padding_mask=not_pad, cache=cache)  # (N, T, V)
+    logits = model.decode(tgt, memory, memory_key_padding_mask=is_pad, cache=cache)  # (N, T, V)
     return logits[:, -1]  # (N, T, V) -> (N, V)
 
 
@@ -107,13 +107,13 @@ def greedy_decode(
     check_bool("stop_at_eos", stop_at_eos)
     B = src.shape[0]
     pad_id = model.config.pad_id
-    not_pad = src != pad_id  # (B, S) 源句的填充掩码
-    memory = model.encode(src, src_key_padding_mask=not_pad)  # (B, S, C)
+    is_pad = src == pad_id  # (B, S) 源句的填充掩码
+    memory = model.encode(src, src_key_padding_mask=is_pad)  # (B, S, C)
     cache = KVCache() if use_cache else None
     ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
     for _ in range(max_len):
-        next_id = _next_logits(model, ys, memory, not_pad, cache).argmax(dim=-1)  # (B,)
+        next_id = _next_logits(model, ys, memory, is_pad, cache).argmax(dim=-1)  # (B,)
         next_id = next_id.masked_fill(finished, pad_id)  # 已结束的句子只补填充
         ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t) -> (B, t + 1)
         finished |= next_id == eos_id
@@ -211,8 +211,8 @@ def beam_search(
 
     # 每句复制 K 份：第 b 句的 K 个前缀占第 b*K .. b*K+K-1 行
     src_k = src.repeat_interleave(K, dim=0)  # (B, S) -> (B*K, S)
-    not_pad = src_k != pad_id  # (B*K, S) 源句的填充掩码
-    memory = model.encode(src_k, src_key_padding_mask=not_pad)  # (B*K, S, C)
+    is_pad = src_k == pad_id  # (B*K, S) 源句的填充掩码
+    memory = model.encode(src_k, src_key_padding_mask=is_pad)  # (B*K, S, C)
     cache = KVCache() if use_cache else None
 
     ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=device)  # (B*K, 1)
@@ -223,7 +223,7 @@ def beam_search(
     lengths = torch.zeros(B, K, device=device)  # 不含 <bos> 的长度（含 <eos>）
 
     for _ in range(max_len):
-        logits = _next_logits(model, ys, memory, not_pad, cache)  # (B*K, V)
+        logits = _next_logits(model, ys, memory, is_pad, cache)  # (B*K, V)
         V = logits.shape[-1]
         step = torch.log_softmax(logits.float(), dim=-1).view(B, K, V)  # (B*K, V) -> (B, K, V)
         # 已结束的前缀只能"扩展"出一个填充词元，对数概率加 0，保持不变

@@ -99,7 +99,7 @@ class GPTBlock(EncoderLayer):
 
         参数:
             x: 输入序列；有缓存时只是新词元。
-            attn_mask: 注意力掩码，bool，True 表示可以关注（默认 ``None``，只能按名字传）；GPT 传入
+            attn_mask: 注意力掩码，bool，True 表示遮住（默认 ``None``，只能按名字传）；GPT 传入
                 :func:`~tinyformer.causal_mask` ``(T, start=缓存长度)``。GPT 的输入没有填充，
                 所以这里没有填充掩码。
             cache: :class:`~tinyformer.KVCache`（默认 ``None``）：新词元的 K、V 接在已缓存的后面。

@@ -59,7 +59,7 @@ class EncoderLayer(nn.Module):
         >>> from tinyformer import EncoderLayer
         >>> layer = EncoderLayer(d_model=16, num_heads=4, d_ff=64)
         >>> ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])
-        >>> layer(torch.randn(2, 5, 16), src_key_padding_mask=ids != 0).shape
+        >>> layer(torch.randn(2, 5, 16), src_key_padding_mask=ids == 0).shape  # True = 填充
         torch.Size([2, 5, 16])
     """
 
@@ -94,15 +94,15 @@ class EncoderLayer(nn.Module):
         r"""自注意力子层，再前馈子层；每个子层都是 残差 + 层归一化。
 
         编码器是双向的，每个位置都可以看每个真实词元，所以它只有填充掩码一种掩码：
-        ``src_key_padding_mask``，与 ``torch.nn.TransformerEncoderLayer`` 同名同形状，只能按名字传，
-        但 True 表示可以关注（torch 里 True 表示忽略）。没有 torch 的 ``src_mask``：(B, S) 的填充掩码
+        ``src_key_padding_mask``，与 ``torch.nn.TransformerEncoderLayer`` 同名、同形状、同义
+        （True = 填充，遮住），只能按名字传。没有 torch 的 ``src_mask``：(B, S) 的填充掩码
         在 B == S 时与 (S, S) 的注意力掩码形状相同，传错了参数会被悄悄读成"遮住哪些查询"。
         要因果掩码的是 GPT 的块 :class:`~tinyformer.gpt.GPTBlock`。
 
         参数:
             x: 输入序列（编码器里是源句的表示）。
-            src_key_padding_mask: 填充掩码（默认 ``None``，不遮挡）：每一句里哪些位置是真实词元，
-                通常是 ``src != pad_id``。
+            src_key_padding_mask: 填充掩码（默认 ``None``，不遮挡）：每一句里哪些位置是填充，
+                即 :func:`~tinyformer.padding_mask` 的 ``src == pad_id``。
 
         形状:
             - x: (B, T, C)
@@ -204,9 +204,9 @@ class DecoderLayer(nn.Module):
     ) -> Tensor:
         r"""掩码自注意力、交叉注意力（看 memory）、前馈网络三个子层，各带残差与层归一化。
 
-        掩码与 ``torch.nn.TransformerDecoderLayer`` 同名，只能按名字传，True 表示可以关注
-        （torch 里 True 表示不许关注）。``tgt_mask`` 是注意力掩码（哪个查询看哪个键），
-        ``*_key_padding_mask`` 是填充掩码（每一句哪些键是真实词元）；自注意力用两者的与。
+        掩码与 ``torch.nn.TransformerDecoderLayer`` 同名、同义（bool，True = 遮住），只能按名字传。
+        ``tgt_mask`` 是注意力掩码（哪个查询不许看哪个键），``*_key_padding_mask`` 是填充掩码
+        （每一句哪些键是填充）；自注意力遮住两者之一说遮住的键。
         交叉注意力只需要源句的填充掩码，所以没有 torch 的 ``memory_mask``：(B, S) 的填充掩码
         在 B == T 时与 (T, S) 的注意力掩码形状相同，传错了参数会被悄悄读成"遮住哪些查询"。
 
@@ -214,8 +214,8 @@ class DecoderLayer(nn.Module):
             x: 目标端序列（右移一位的目标句，或逐词生成时的新词元）。
             memory: 编码器的输出。
             tgt_mask: 自注意力的注意力掩码（默认 ``None``）；通常是 :func:`~tinyformer.causal_mask`。
-            tgt_key_padding_mask: 目标端填充掩码（默认 ``None``），``tgt != pad_id``。
-            memory_key_padding_mask: 源句的填充掩码（默认 ``None``），``src != pad_id``。
+            tgt_key_padding_mask: 目标端填充掩码（默认 ``None``），``tgt == pad_id``。
+            memory_key_padding_mask: 源句的填充掩码（默认 ``None``），``src == pad_id``。
             cache: :class:`~tinyformer.KVCache`，逐词生成用（“完整模型”一章，默认 ``None``）：
                 自注意力把新词元的 K、V 接在缓存后面，交叉注意力只在第一次计算 memory 的 K、V。
 

@@ -114,18 +114,18 @@ class Transformer(nn.Module):
     参数:
         config: :class:`TransformerConfig`。
 
-    方法（掩码参数只能按名字传；True 表示可以关注，与 torch 相反）:
+    方法（掩码参数只能按名字传；bool，True 表示遮住，与 ``torch.nn.Transformer`` 同名同义）:
         - ``encode(src, *, src_key_padding_mask=None)`` -> memory (B, S, C)。填充掩码 (B, S)
-          为 ``None`` 时用 ``src != config.pad_id``。
+          为 ``None`` 时用 ``src == config.pad_id``。
         - ``decode(tgt, memory, *, memory_key_padding_mask=None, tgt_key_padding_mask=None,
           tgt_mask=None, cache=None)`` -> logits (B, T, V)。``memory_key_padding_mask`` (B, S)
-          为 ``None`` 时 memory 的每个位置都可以关注——有填充时请传入 ``src != config.pad_id``。
+          为 ``None`` 时 memory 的每个位置都可以关注——有填充时请传入 ``src == config.pad_id``。
           ``tgt_mask`` 是注意力掩码 (T, T')，为 ``None`` 时用因果掩码。
           ``cache`` 为 :class:`~tinyformer.KVCache` 时，``tgt`` 只需是新词元（通常一个），
           位置从缓存长度接着数；结果与把整段前缀重新送入相同。
         - ``forward(src, tgt, *, src_key_padding_mask=None, tgt_key_padding_mask=None)``
           -> logits (B, T, V)。填充掩码为 ``None`` 时按 ``config.pad_id`` 构造：
-          源端 (B, S) 同时用于编码器自注意力和交叉注意力，目标端 (B, T) 再与因果掩码相与。
+          源端 (B, S) 同时用于编码器自注意力和交叉注意力，目标端 (B, T) 再与因果掩码合起来。
 
     这个模型只有填充掩码一种可选的掩码：编码器是双向的，解码器总是因果的。所以没有
     ``src_mask`` 参数——(B, S) 的填充掩码在 B == S 时与 (S, S) 的注意力掩码形状相同，
@@ -190,7 +190,7 @@ class Transformer(nn.Module):
     def encode(self, src: Tensor, *, src_key_padding_mask: Tensor | None = None) -> Tensor:
         check_tensor("src", src, "(B, S)")
         if src_key_padding_mask is None:
-            src_key_padding_mask = src != self.config.pad_id  # (B, S)
+            src_key_padding_mask = src == self.config.pad_id  # (B, S)，True = 填充
         x = self.positional(self.src_embed(src))  # (B, S) -> (B, S, C)
         for layer in self.encoder_layers:
             x = layer(x, src_key_padding_mask=src_key_padding_mask)  # (B, S, C)
@@ -236,9 +236,9 @@ class Transformer(nn.Module):
         check_tensor("tgt", tgt, "(B, T)")
         pad_id = self.config.pad_id
         if src_key_padding_mask is None:
-            src_key_padding_mask = src != pad_id  # (B, S)
+            src_key_padding_mask = src == pad_id  # (B, S)，True = 填充
         if tgt_key_padding_mask is None:
-            tgt_key_padding_mask = tgt != pad_id  # (B, T)；decode 再与因果掩码相与
+            tgt_key_padding_mask = tgt == pad_id  # (B, T)；decode 再与因果掩码合起来
         memory = self.encode(src, src_key_padding_mask=src_key_padding_mask)  # (B, S, C)
         return self.decode(
             tgt,

@@ -28,6 +28,11 @@ def _ids(length, pad_tail):
     return ids
 
 
+def _padding(length, pad_tail):
+    """_ids 的填充掩码摆成注意力掩码的形状 (B, 1, 1, S)，True = 遮住。"""
+    return padding_mask(_ids(length, pad_tail), PAD)[:, None, None, :]
+
+
 def _mha_pair(bias=True):
     torch.manual_seed(0)
     theirs = torch.nn.MultiheadAttention(C, H, bias=bias, batch_first=True).eval()
@@ -55,17 +60,18 @@ def test_sdpa_matches_torch_functional(mask_name):
     masks = {
         "none": None,
         "causal": causal_mask(T),
-        "padding": padding_mask(_ids(T, 2), PAD),
-        "padding&causal": padding_mask(_ids(T, 2), PAD) & causal_mask(T),
-        "random": (torch.rand(B, H, T, T) > 0.5) | torch.eye(T, dtype=torch.bool),
+        "padding": _padding(T, 2),
+        "padding&causal": _padding(T, 2) | causal_mask(T),
+        "random": (torch.rand(B, H, T, T) > 0.5) & ~torch.eye(T, dtype=torch.bool),
     }
     mask = masks[mask_name]
-    out, weights = attention_with_weights(q, k, v, attn_mask=mask)
-    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    out, weights = attention_with_weights(q, k, v, mask=mask)
+    # F.sdpa 的 bool attn_mask：True = 可以关注，所以传 ~mask
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else ~mask)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, T))
     if mask is not None:
-        assert (weights[~mask.expand_as(weights)] == 0).all()
+        assert (weights[mask.expand_as(weights)] == 0).all()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -73,8 +79,8 @@ def test_fully_masked_rows_are_zero_not_nan(dtype):
     torch.manual_seed(0)
     q, k, v = (torch.randn(B, H, T, D, dtype=dtype) for _ in range(3))
     mask = causal_mask(T).expand(B, H, T, T).clone()
-    mask[0, :, 2] = False  # 第 0 句第 2 行：没有一个可关注的键
-    out, weights = attention_with_weights(q, k, v, attn_mask=mask)
+    mask[0, :, 2] = True  # 第 0 句第 2 行：没有一个可关注的键
+    out, weights = attention_with_weights(q, k, v, mask=mask)
     assert out.dtype == dtype and not out.isnan().any() and not weights.isnan().any()
     assert (weights[0, :, 2] == 0).all() and (out[0, :, 2] == 0).all()
     # 其余各行仍是正常的概率分布
@@ -89,11 +95,21 @@ def test_mha_fully_masked_rows_zero_in_both_paths(dtype, need_weights):
     torch.manual_seed(0)
     mha = MultiHeadAttention(C, H, bias=False).to(dtype)
     x = torch.randn(B, T, C, dtype=dtype)
-    ids = _ids(T, 0)
-    ids[1] = PAD  # 第二句全是填充：它的每一行都被整行遮住
-    out, _ = mha(x, x, x, key_padding_mask=ids != PAD, need_weights=need_weights)
+    mask = torch.zeros(B, 1, T, T, dtype=torch.bool)
+    mask[1] = True  # 第二句的每一行都被整行遮住
+    out, _ = mha(x, x, x, attn_mask=mask, need_weights=need_weights)
     assert not out.isnan().any()
     assert (out[1] == 0).all()  # 没有偏置时，注意力输出 0 经 out_proj 仍是 0
+
+
+def test_a_sentence_of_padding_only_is_an_error():
+    """键全是填充的一句话没有可看的东西：torch 给出 NaN，我们说出原因（多半是掩码写反了）。"""
+    mha = MultiHeadAttention(C, H)
+    x = torch.randn(B, T, C)
+    ids = _ids(T, 0)
+    ids[1] = PAD
+    with pytest.raises(ValueError, match=r"every key of sentence\(s\) \[1\] as padding"):
+        mha(x, x, x, key_padding_mask=ids == PAD)
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.1])
@@ -102,7 +118,7 @@ def test_fully_masked_rows_have_finite_gradients(dropout):
     mha = MultiHeadAttention(C, H, dropout=dropout)  # 训练模式；两条路径都试
     x = torch.randn(B, T, C, requires_grad=True)
     mask = causal_mask(T).expand(B, 1, T, T).clone()
-    mask[0, 0, 0] = False
+    mask[0, 0, 0] = True
     for need_weights in (True, False):
         x.grad = None
         mha.zero_grad()
@@ -119,16 +135,14 @@ def test_mha_self_attention_matches_torch(mask_name, bias):
     torch.manual_seed(1)
     x = torch.randn(B, T, C)
     ids = _ids(T, 2)
-    # 同名的两个参数，意思相反：我们 True = 可以关注；torch.nn.MultiheadAttention True = 不许关注
-    ours_attn, ours_padding = {
+    # 同名、同义的两个参数（True = 遮住），原样传给两边
+    attn_mask, key_padding_mask = {
         "none": (None, None),
         "causal": (causal_mask(T), None),
-        "padding": (None, ids != PAD),
-        "padding&causal": (causal_mask(T), ids != PAD),
+        "padding": (None, padding_mask(ids, PAD)),
+        "padding&causal": (causal_mask(T), padding_mask(ids, PAD)),
     }[mask_name]
-    attn_mask = None if ours_attn is None else ~ours_attn
-    key_padding_mask = None if ours_padding is None else ~ours_padding
-    out, weights = ours(x, x, x, attn_mask=ours_attn, key_padding_mask=ours_padding)
+    out, weights = ours(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask)
     expected, expected_weights = theirs(
         x,
         x,
@@ -147,7 +161,7 @@ def test_mha_cross_attention_with_padding_matches_torch():
     torch.manual_seed(1)
     query, memory = torch.randn(B, T, C), torch.randn(B, S, C)
     src = _ids(S, 3)
-    out, weights = ours(query, memory, memory, key_padding_mask=src != PAD)
+    out, weights = ours(query, memory, memory, key_padding_mask=src == PAD)
     expected, expected_weights = theirs(query, memory, memory, key_padding_mask=src == PAD)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     # torch 默认把权重在头上取平均
@@ -160,10 +174,10 @@ def test_mha_compared_with_torch_on_rows_that_are_not_fully_masked():
     x = torch.randn(B, T, C)
     ids = _ids(T, 0)
     ids[1, 0] = PAD  # 第二句第 0 行只能看见位置 0，而它是填充：整行被遮住
-    mask = padding_mask(ids, PAD) & causal_mask(T)
-    out, _ = ours(x, x, x, attn_mask=causal_mask(T), key_padding_mask=ids != PAD)
-    expected, _ = theirs(x, x, x, attn_mask=~causal_mask(T), key_padding_mask=ids == PAD)
-    live = mask.any(-1)[:, 0]  # (B, T)：至少有一个可关注的键的行
+    mask = padding_mask(ids, PAD)[:, None, None, :] | causal_mask(T)  # (B, 1, T, T)
+    out, _ = ours(x, x, x, attn_mask=causal_mask(T), key_padding_mask=ids == PAD)
+    expected, _ = theirs(x, x, x, attn_mask=causal_mask(T), key_padding_mask=ids == PAD)
+    live = ~mask.all(-1)[:, 0]  # (B, T)：至少有一个没被遮住的键的行
     assert not live.all()
     torch.testing.assert_close(out[live], expected[live], atol=1e-5, rtol=1e-5)
     # torch 在整行被遮住处的结果不可用（NaN 或 0，随版本而变）；我们的是 0 经 out_proj 的偏置
@@ -175,8 +189,8 @@ def test_mha_compared_with_torch_on_rows_that_are_not_fully_masked():
     [
         None,
         causal_mask(T),
-        padding_mask(_ids(T, 2), PAD) & causal_mask(T),
-        padding_mask(torch.zeros(B, T, dtype=torch.long), PAD),  # 所有行都被整行遮住
+        _padding(T, 2) | causal_mask(T),
+        torch.ones(B, 1, 1, T, dtype=torch.bool),  # 所有行都被整行遮住
     ],
     ids=["none", "causal", "padding&causal", "all-masked"],
 )
@@ -233,12 +247,12 @@ def test_training_paths_agree_with_the_same_seed(mask_name):
     masks = {
         "none": None,
         "causal": causal_mask(T),
-        "padding&causal": padding_mask(_ids(T, 2), PAD) & causal_mask(T),
+        "padding&causal": _padding(T, 2) | causal_mask(T),
         "fully-masked-row": causal_mask(T).expand(B, 1, T, T).clone(),
     }
     mask = masks[mask_name]
     if mask_name == "fully-masked-row":
-        mask[0, 0, 1] = False  # 第 0 句第 1 行没有可关注的键
+        mask[0, 0, 1] = True  # 第 0 句第 1 行没有可关注的键
     results = []
     for attend in (lambda *args: _attend(*args)[0], _attend_fused):
         torch.manual_seed(7)

@@ -42,7 +42,6 @@ from tinyformer import (
     TransformerConfig,
     attention_with_weights,
     beam_search,
-    causal_mask,
     greedy_decode,
     shift_matrix,
     sinusoidal_encoding,
@@ -139,8 +138,6 @@ API = [
      r"^PositionWiseFFN\(d_model=16, d_ff=1099511627776\) would need about"),
     ("mha-d_model-2**20", lambda t: MultiHeadAttention(2**20, 1), ValueError,
      r"^MultiHeadAttention\(d_model=1048576\) would need about 16.0 TiB"),
-    ("causal-mask-200000", lambda t: causal_mask(200_000), ValueError,
-     r"^causal_mask\(T=200000, start=0\) would need about 74.5 GiB \(80000000000 bytes\)"),
     ("beam-size-10**7", lambda t: beam_search(tiny_model(), torch.tensor([[5, 6]]), 1, 2, max_len=5,
         beam_size=10**7), ValueError,
      r"^beam_size must be <= the number of distinct outputs of at most max_len=5 tokens "

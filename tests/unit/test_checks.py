@@ -97,7 +97,8 @@ BAD_INPUTS = [
     ("mha-batch", lambda: _mha(q5, _x(3, S, C), _x(3, S, C)), ValueError,
      r"query, key and value must have the same batch size B, got 2, 3, 3"),
     ("mha-mask-dtype", lambda: _mha(q5, kv7, kv7, attn_mask=torch.ones(T, S)), TypeError,
-     r"attn_mask must be a bool tensor \(True = may attend\), got dtype=torch.float32"),
+     r"attn_mask must be a bool tensor \(True = masked out, as in torch.nn.MultiheadAttention\), "
+     r"got dtype=torch.float32"),
     ("mha-mask-(B,S)", lambda: _mha(q5, kv7, kv7, attn_mask=torch.ones(B, S, dtype=torch.bool)),
      ValueError, r"attn_mask of shape \(2, 7\) does not fit the attention scores of shape "
      r"\(2, 4, 5, 7\).* a \(B, S\) padding mask goes to key_padding_mask"),
@@ -114,9 +115,9 @@ BAD_INPUTS = [
      ValueError, r"key_padding_mask must have shape \(B, S\) = \(2, 7\) .*got shape \(5, 7\)"),
     ("mha-padding-4d",
      lambda: _mha(q5, kv7, kv7, key_padding_mask=torch.ones(B, 1, 1, S, dtype=torch.bool)),
-     ValueError, r"key_padding_mask must have shape \(B, S\).*padding_mask gives the"),
+     ValueError, r"key_padding_mask must have shape \(B, S\).*pass padding_mask\(ids, pad_id\)"),
     ("mha-padding-dtype", lambda: _mha(q5, kv7, kv7, key_padding_mask=torch.ones(B, S)),
-     TypeError, r"key_padding_mask must be a bool tensor .* build it with ids != pad_id"),
+     TypeError, r"key_padding_mask must be a bool tensor .* build it with padding_mask\(ids, pad_id\)"),
     ("mha-mask-positional",
      lambda: _mha(q5, kv7, kv7, torch.ones(T, S, dtype=torch.bool)), TypeError,
      r"takes 4 positional arguments but 5 were given"),
@@ -130,15 +131,11 @@ BAD_INPUTS = [
     ("sdpa-dropout", lambda: attention_with_weights(q5, kv7, kv7, dropout_p=1.5),
      ValueError, r"dropout_p must be in \[0, 1\), got dropout_p=1.5"),
     ("sdpa-mask-last-dim-1",
-     lambda: attention_with_weights(
-         q5, kv7, kv7, attn_mask=torch.ones(T, 1, dtype=torch.bool)
-     ),
-     ValueError, r"attn_mask of shape \(5, 1\) does not fit .* the last one exactly S"),
-    ("sdpa-padding-no-batch",
-     lambda: attention_with_weights(
-         _x(T, C), _x(S, C), _x(S, C), key_padding_mask=torch.ones(1, S, dtype=torch.bool)
-     ),
-     ValueError, r"key_padding_mask needs a batch dimension B"),
+     lambda: attention_with_weights(q5, kv7, kv7, mask=torch.ones(T, 1, dtype=torch.bool)),
+     ValueError, r"mask of shape \(5, 1\) does not fit .* the last one exactly S"),
+    ("sdpa-sdpa-name",
+     lambda: attention_with_weights(q5, kv7, kv7, attn_mask=torch.ones(T, S, dtype=torch.bool)),
+     TypeError, r"unexpected keyword argument 'attn_mask'"),
     ("sdpa-1d", lambda: attention_with_weights(_x(C), kv7, kv7), ValueError,
      r"query must have shape \(\.\.\., T, D\), got shape \(16,\)"),
     ("sdpa-batch", lambda: attention_with_weights(_x(2, T, C), _x(3, S, C), _x(3, S, C)),

@@ -47,7 +47,7 @@ def test_greedy_matches_stepwise_argmax_and_pads_after_eos():
         assert all(tok == PAD for tok in row[end + 1 :])
         for t in range(1, end + 1):  # 每一步都是给定前缀时的 argmax
             logits = model.decode(
-                out[b : b + 1, :t], memory[b : b + 1], memory_key_padding_mask=SRC[b : b + 1] != PAD
+                out[b : b + 1, :t], memory[b : b + 1], memory_key_padding_mask=SRC[b : b + 1] == PAD
             )
             assert logits[0, -1].argmax().item() == row[t]
 

@@ -97,7 +97,8 @@ def _fused_reference(c_attn, c_proj, x, num_heads, mask):
     B, T, C = x.shape
     q, k, v = c_attn(x).split(C, dim=2)  # (B, T, 3C) -> 3 个 (B, T, C)
     q, k, v = (t.view(B, T, num_heads, C // num_heads).transpose(1, 2) for t in (q, k, v))
-    y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, D)
+    # F.sdpa 的 bool attn_mask：True = 可以关注，与本包的掩码相反
+    y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask)  # (B, H, T, D)
     return c_proj(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
 
 

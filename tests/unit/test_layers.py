@@ -43,7 +43,7 @@ def test_encoder_layer_matches_torch(norm_first, activation):
     torch.manual_seed(1)
     x = torch.randn(B, S, C)
     src = _ids(S, 3)
-    out = ours(x, src_key_padding_mask=src != PAD)
+    out = ours(x, src_key_padding_mask=src == PAD)
     expected = theirs(x, src_key_padding_mask=src == PAD)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     # 没有掩码时也相同
@@ -61,13 +61,13 @@ def test_decoder_layer_matches_torch(norm_first, activation):
         x,
         memory,
         tgt_mask=causal_mask(T),
-        tgt_key_padding_mask=tgt != PAD,
-        memory_key_padding_mask=src != PAD,
+        tgt_key_padding_mask=tgt == PAD,
+        memory_key_padding_mask=src == PAD,
     )
     expected = theirs(
         x,
         memory,
-        tgt_mask=~causal_mask(T),  # torch：True = 不许关注
+        tgt_mask=causal_mask(T),  # 同一组掩码，原样传给 torch
         tgt_key_padding_mask=tgt == PAD,
         memory_key_padding_mask=src == PAD,
     )
@@ -92,10 +92,10 @@ def test_need_weights_keeps_attention_weights_and_same_output():
     layer = DecoderLayer(C, H, D_FF).eval()
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
     src = _ids(S, 3)
-    fast = layer(x, memory, tgt_mask=causal_mask(T), memory_key_padding_mask=src != PAD)
+    fast = layer(x, memory, tgt_mask=causal_mask(T), memory_key_padding_mask=src == PAD)
     assert layer.self_attn_weights is None and layer.cross_attn_weights is None
     layer.need_weights = True
-    slow = layer(x, memory, tgt_mask=causal_mask(T), memory_key_padding_mask=src != PAD)
+    slow = layer(x, memory, tgt_mask=causal_mask(T), memory_key_padding_mask=src == PAD)
     torch.testing.assert_close(slow, fast, atol=1e-5, rtol=1e-5)
     assert layer.self_attn_weights.shape == (B, H, T, T)
     assert layer.cross_attn_weights.shape == (B, H, T, S)

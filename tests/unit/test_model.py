@@ -67,12 +67,12 @@ def test_xavier_uniform_initialisation():
 def test_forward_builds_padding_and_causal_masks():
     model = _model()
     src, tgt = _batch()
-    memory = model.encode(src, src_key_padding_mask=src != PAD)
+    memory = model.encode(src, src_key_padding_mask=src == PAD)
     expected = model.decode(
         tgt,
         memory,
-        memory_key_padding_mask=src != PAD,
-        tgt_key_padding_mask=tgt != PAD,
+        memory_key_padding_mask=src == PAD,
+        tgt_key_padding_mask=tgt == PAD,
         tgt_mask=causal_mask(T),
     )
     torch.testing.assert_close(model(src, tgt), expected)
@@ -101,19 +101,19 @@ def test_cached_decoding_equals_full_decoding(norm_first):
     model = _model(norm_first)
     src, tgt = _batch()
     tgt[1, -2:] = 7  # 右侧不放填充，整段与逐步的掩码才完全一样
-    memory, not_pad = model.encode(src), src != PAD
-    full = model.decode(tgt, memory, memory_key_padding_mask=not_pad)
+    memory, is_pad = model.encode(src), src == PAD
+    full = model.decode(tgt, memory, memory_key_padding_mask=is_pad)
     cache = KVCache()
     steps = [
-        model.decode(tgt[:, t : t + 1], memory, memory_key_padding_mask=not_pad, cache=cache)
+        model.decode(tgt[:, t : t + 1], memory, memory_key_padding_mask=is_pad, cache=cache)
         for t in range(T)
     ]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     # 先送入前 3 个，再逐个送入，结果也一样
     cache = KVCache()
-    first = model.decode(tgt[:, :3], memory, memory_key_padding_mask=not_pad, cache=cache)
+    first = model.decode(tgt[:, :3], memory, memory_key_padding_mask=is_pad, cache=cache)
     rest = [
-        model.decode(tgt[:, t : t + 1], memory, memory_key_padding_mask=not_pad, cache=cache)
+        model.decode(tgt[:, t : t + 1], memory, memory_key_padding_mask=is_pad, cache=cache)
         for t in (3, 4)
     ]
     torch.testing.assert_close(torch.cat([first, *rest], dim=1), full, atol=1e-5, rtol=1e-5)
@@ -132,12 +132,12 @@ def test_cross_attention_weights_for_heatmaps():
 
 def _greedy(model, src, steps):
     """带缓存的贪心解码（测试用的最小版本）。"""
-    memory, not_pad = model.encode(src), src != PAD
+    memory, is_pad = model.encode(src), src == PAD
     cache = KVCache()
     ys = torch.full((src.shape[0], 1), BOS)
     for _ in range(steps):
         logits = model.decode(
-            ys[:, -1:], memory, memory_key_padding_mask=not_pad, cache=cache
+            ys[:, -1:], memory, memory_key_padding_mask=is_pad, cache=cache
         )  # (B, 1, V)
         ys = torch.cat([ys, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
     return ys

@@ -101,15 +101,9 @@ class DecoderStepGraph(nn.Module):
 
     def forward(self, tgt: Tensor, memory: Tensor, src: Tensor) -> tuple[Tensor, Tensor]:
         last = self.model.decoder_layers[-1]
-        not_pad = src != self.model.config.pad_id  # (B, S) 源句的填充掩码
-        # 因果掩码 mask[t, s] = (s <= t)。不调用 causal_mask(T)：导出时 T 是图里的一个张量，
-        # 而 causal_mask 要求 T 是 Python 整数（它检查参数）；这样写出来的图对任意 T 都成立。
-        positions = torch.arange(tgt.shape[1], device=tgt.device)  # (T,)
-        tgt_mask = positions[None, :] <= positions[:, None]  # (1, T) <= (T, 1) -> (T, T)
-        with recording_weights(last):
-            logits = self.model.decode(
-                tgt, memory, memory_key_padding_mask=not_pad, tgt_mask=tgt_mask
-            )  # (B, T, V)
+        is_pad = src == self.model.config.pad_id  # (B, S) 源句的填充掩码
+        with recording_weights(last):  # tgt_mask 为 None：decode 自己建因果掩码
+            logits = self.model.decode(tgt, memory, memory_key_padding_mask=is_pad)  # (B, T, V)
         weights = last.cross_attn_weights  # (B, H, T, S)
         return logits[:, -1], weights.mean(dim=1)  # (B, V), (B, H, T, S) -> (B, T, S)
 

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from .._checks import check_instance, check_positive_int
 from ..atomic import atomic_write
 from ..layers import EncoderLayer, recording_weights
+from ..masks import causal_mask
 from ..model import Transformer
 from .translator import Translator
 
@@ -203,12 +204,12 @@ class EncoderInspection(nn.Module):
 
     def forward(self, src: Tensor) -> tuple[Tensor, ...]:
         model, record = self.model, _Recorder()
-        not_pad = src != model.config.pad_id  # (B, S)，True = 可以关注
+        is_pad = src == model.config.pad_id  # (B, S)，True = 填充
         x = record.embed("encoder", model.src_embed, model.positional, src)  # (B, S, C)
         for i, layer in enumerate(model.encoder_layers):
             name = f"encoder.layers.{i}"
             y = record.attention(
-                f"{name}.self_attn", layer.self_attn, x, None, key_padding_mask=not_pad
+                f"{name}.self_attn", layer.self_attn, x, None, key_padding_mask=is_pad
             )
             record.stages[f"{name}.residual1"] = x = x + layer.dropout1(y)
             x = record.norm(f"{name}.norm1", layer.norm1, x)
@@ -240,10 +241,8 @@ class DecoderInspection(nn.Module):
 
     def forward(self, tgt: Tensor, memory: Tensor, src: Tensor) -> tuple[Tensor, ...]:
         model, record = self.model, _Recorder()
-        not_pad = src != model.config.pad_id  # (B, S)，True = 可以关注
-        # 因果掩码 mask[t, s] = (s <= t)，与 export.DecoderStepGraph 一样对图里的任意 T 成立
-        positions = torch.arange(tgt.shape[1], device=tgt.device)  # (T,)
-        tgt_mask = positions[None, :] <= positions[:, None]  # (T, T)
+        is_pad = src == model.config.pad_id  # (B, S)，True = 填充
+        tgt_mask = causal_mask(tgt.shape[1], device=tgt.device)  # (T, T)，True = 遮住
         x = record.embed("decoder", model.tgt_embed, model.positional, tgt)  # (B, T, C)
         for i, layer in enumerate(model.decoder_layers):
             name = f"decoder.layers.{i}"
@@ -251,7 +250,7 @@ class DecoderInspection(nn.Module):
             record.stages[f"{name}.residual1"] = x = x + layer.dropout1(y)
             x = record.norm(f"{name}.norm1", layer.norm1, x)
             y = record.attention(
-                f"{name}.cross_attn", layer.cross_attn, x, memory, key_padding_mask=not_pad
+                f"{name}.cross_attn", layer.cross_attn, x, memory, key_padding_mask=is_pad
             )
             record.stages[f"{name}.residual2"] = x = x + layer.dropout2(y)
             x = record.norm(f"{name}.norm2", layer.norm2, x)

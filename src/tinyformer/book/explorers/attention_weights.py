@@ -17,13 +17,13 @@ _MASKS = ("不遮挡", "填充掩码", "因果掩码", "填充 + 因果")
 
 
 def _mask(kind: str, T: int, valid: int) -> Tensor | None:
-    """``kind`` 对应的 bool 掩码 (T, T)，True 表示可以关注；前 ``valid`` 个词元不是填充。"""
-    padding = (torch.arange(T) < valid)[None, :].expand(T, T)  # (T, T)：每行都只看前 valid 列
+    """``kind`` 对应的 bool 掩码 (T, T)，True 表示遮住；前 ``valid`` 个词元不是填充。"""
+    padding = (torch.arange(T) >= valid)[None, :].expand(T, T)  # (T, T)：每行都遮住 valid 之后的列
     return {
         "不遮挡": None,
         "填充掩码": padding,
         "因果掩码": causal_mask(T),
-        "填充 + 因果": padding & causal_mask(T),
+        "填充 + 因果": padding | causal_mask(T),
     }[kind]
 
 
@@ -47,7 +47,7 @@ def attention_data(head_dims=(4, 16, 64)) -> list[dict]:
         for scaled in (True, False):
             query = q if scaled else q * math.sqrt(d_k)  # 抵消函数里的 ÷√d_k
             for kind in _MASKS:
-                _, weights = attention_with_weights(query, k, k, attn_mask=_mask(kind, T, valid))
+                _, weights = attention_with_weights(query, k, k, mask=_mask(kind, T, valid))
                 common = {"mask": kind, "scaled": scaled, "d_k": d_k}
                 rows += matrix_rows(weights, _SENTENCE, _SENTENCE, **common)
     return rows

@@ -34,10 +34,10 @@ def encoder_decoder_data(d_model: int = 16) -> list[dict]:
         encoder = EncoderLayer(d_model, num_heads=2, d_ff=32).double()
         decoder = DecoderLayer(d_model, num_heads=2, d_ff=32).double()
     encoder.need_weights = decoder.need_weights = True
-    not_pad = torch.tensor([tok != "<pad>" for tok in _SOURCE])  # (S,)
+    is_pad = torch.tensor([tok == "<pad>" for tok in _SOURCE])  # (S,)，True = 填充
     rows = []
     for pad_mask in (True, False):
-        src_mask = not_pad[None, :] if pad_mask else None  # (B=1, S) 填充掩码
+        src_mask = is_pad[None, :] if pad_mask else None  # (B=1, S) 填充掩码
         memory = encoder(src, src_key_padding_mask=src_mask)  # (1, S, C)
         decoder(tgt, memory, tgt_mask=causal_mask(T), memory_key_padding_mask=src_mask)
         weights = {
@@ -48,8 +48,8 @@ def encoder_decoder_data(d_model: int = 16) -> list[dict]:
         for kind, (w, queries, keys, mask) in weights.items():
             w = w[0].mean(dim=0)  # (1, H, Tq, Tk) -> (Tq, Tk)：各头平均
             if mask is None:
-                mask = torch.ones(len(queries), len(keys), dtype=torch.bool)
-            allowed = mask.expand(len(queries), len(keys))  # (Tq, Tk)
+                mask = torch.zeros(len(queries), len(keys), dtype=torch.bool)
+            allowed = ~mask.expand(len(queries), len(keys))  # (Tq, Tk)：没被遮住的
             common = {"kind": kind, "pad_mask": pad_mask}
             rows += matrix_rows(w, queries, keys, allowed, **common)
     return rows
