@@ -177,7 +177,11 @@ def attention():
 
     def matches_torch(out):
         expected = theirs(q, kv, kv, key_padding_mask=pad, attn_mask=causal)[0]
-        return None if torch.allclose(out[0], expected, atol=1e-6) else "differs from nn.MultiheadAttention"
+        return (
+            None
+            if torch.allclose(out[0], expected, atol=1e-6)
+            else "differs from nn.MultiheadAttention"
+        )
 
     case("attention", "torch's masks, same meaning as nn.MultiheadAttention",
          lambda: same_as_torch(q, kv, kv, key_padding_mask=pad, attn_mask=causal), matches_torch)  # fmt: skip

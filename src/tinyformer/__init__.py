@@ -15,7 +15,8 @@ D     每个头的维数 D = C // H
 V     词表大小 vocab_size
 ====  ==============================================
 
-掩码约定：bool 张量，**True 表示"可以关注"**（与 ``F.scaled_dot_product_attention`` 相同）。
+掩码约定：bool 张量，**True 表示"遮住"**，与 ``torch.nn.MultiheadAttention``、``torch.nn.Transformer``
+同名同义（``F.scaled_dot_product_attention`` 的 bool ``attn_mask`` 恰好相反）。
 
 例子::
 

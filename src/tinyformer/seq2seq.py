@@ -11,7 +11,7 @@ Transformer 之前的神经机器翻译用两个 RNN：编码器把源句读成�
 
 任务是抄写一串随机数字（``make_copy_batch``）：输出必须与输入逐位相同，句子越长，固定的 :math:`h_S`
 越装不下。本模块的形状字母：B 批量、S 源长度、T 目标长度、C 隐藏状态维数 ``hidden_size``、
-E 词嵌入维数 ``embed_size``、V 词表大小。掩码约定与全书相同：True 表示"可以关注"。
+E 词嵌入维数 ``embed_size``、V 词表大小。掩码约定与全书（和 ``torch.nn``）相同：True 表示"遮住"。
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class AdditiveAttention(nn.Module):
         hidden_size: 打分网络的隐藏层维数（:math:`W`、:math:`U` 的输出维数）。
 
     形状:
-        - query: ``(B, Cq)``；keys: ``(B, S, Ck)``；mask: ``(B, S)`` bool，True = 可以关注。
+        - query: ``(B, Cq)``；keys: ``(B, S, Ck)``；mask: ``(B, S)`` bool，True = 遮住（填充）。
         - 输出: ``(context, weights)``，``(B, Ck)`` 与 ``(B, S)``，每行权重之和为 1。
 
     例子::
@@ -159,7 +159,7 @@ class AdditiveAttention(nn.Module):
         check_tensor("keys", keys, "(B, S, Ck)")
         if mask is not None and (mask.dtype != torch.bool or mask.shape != keys.shape[:2]):
             raise ValueError(
-                f"mask must be a bool tensor of shape (B, S) = {tuple(keys.shape[:2])} (True = may attend), "
+                f"mask must be a bool tensor of shape (B, S) = {tuple(keys.shape[:2])} (True = masked out), "
                 f"got dtype={mask.dtype}, shape {tuple(mask.shape)}"
             )
         if projected_keys is None:
@@ -168,7 +168,7 @@ class AdditiveAttention(nn.Module):
         hidden = torch.tanh(self.W(query)[:, None, :] + projected_keys)
         scores = self.v(hidden).squeeze(-1)  # (B, S, hidden) -> (B, S, 1) -> (B, S)
         if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
+            scores = scores.masked_fill(mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)  # (B, S)
         # (B, 1, S) @ (B, S, Ck) -> (B, 1, Ck) -> (B, Ck)
         context = (weights[:, None, :] @ keys).squeeze(1)
@@ -240,7 +240,7 @@ class Seq2Seq(nn.Module):
     def _encode(self, src: Tensor) -> tuple[tuple, Tensor]:
         states, last = self.encoder(src)  # (B, S, C), (B, C)
         projected = self.attention.U(states) if self.attention is not None else None  # (B, S, C)
-        return (states, last, src != PAD, projected), last
+        return (states, last, src == PAD, projected), last
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
         check_tensor("tgt_in", tgt_in, "(B, T)")

@@ -65,7 +65,7 @@ def test_additive_attention_formula_weights_and_mask():
     torch.manual_seed(0)
     attention = AdditiveAttention(query_size=4, key_size=6, hidden_size=5)
     query, keys = torch.randn(2, 4), torch.randn(2, 3, 6)
-    mask = torch.tensor([[True, True, True], [True, False, True]])
+    mask = torch.tensor([[False, False, False], [False, True, False]])  # True = 遮住
     context, weights = attention(query, keys, mask)
     torch.testing.assert_close(weights.sum(dim=-1), torch.ones(2))
     assert weights[1, 1] == 0
@@ -77,7 +77,7 @@ def test_additive_attention_formula_weights_and_mask():
                 for j in range(3)
             ]
         )
-        scores[~mask[b]] = float("-inf")
+        scores[mask[b]] = float("-inf")
         alpha = torch.softmax(scores, dim=0)
         torch.testing.assert_close(weights[b], alpha)
         torch.testing.assert_close(context[b], (alpha[:, None] * keys[b]).sum(dim=0))
