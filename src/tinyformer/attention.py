@@ -34,7 +34,6 @@ from ._checks import (
     check_key_padding_mask,
     check_key_value,
     check_mask,
-    check_memory,
     check_positive_int,
     check_tensor,
     merge_masks,
@@ -178,9 +177,6 @@ class MultiHeadAttention(nn.Module):
         check_divisible("d_model", d_model, "num_heads", num_heads)
         check_dropout("dropout", dropout)
         check_bool("bias", bias)
-        check_memory(
-            f"MultiHeadAttention(d_model={d_model})", 4 * (4 * d_model * d_model + 4 * d_model)
-        )
         self.d_model = d_model
         self.num_heads = num_heads
         self.head_dim = d_model // num_heads  # D

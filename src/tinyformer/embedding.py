@@ -14,7 +14,6 @@ from ._checks import (
     check_bool,
     check_indices,
     check_int,
-    check_memory,
     check_positive_int,
     check_tensor,
 )
@@ -69,9 +68,6 @@ class TokenEmbedding(nn.Module):
                     f"padding_idx must be in [0, vocab_size) = [0, {vocab_size}), "
                     f"got padding_idx={padding_idx}"
                 )
-        check_memory(
-            f"TokenEmbedding(vocab_size={vocab_size}, d_model={d_model})", 4 * vocab_size * d_model
-        )
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.scale = scale

@@ -15,7 +15,6 @@ from ._checks import (
     check_choice,
     check_dropout,
     check_floating,
-    check_memory,
     check_positive_int,
     check_tensor,
 )
@@ -93,10 +92,6 @@ class PositionWiseFFN(nn.Module):
         check_positive_int("d_model", d_model)
         check_positive_int("d_ff", d_ff)
         check_dropout("dropout", dropout)
-        check_memory(
-            f"PositionWiseFFN(d_model={d_model}, d_ff={d_ff})",
-            4 * (2 * d_model * d_ff + d_ff + d_model),
-        )
         self.d_model = d_model
         self.activation_name = activation
         self.linear1 = nn.Linear(d_model, d_ff)  # W_1, b_1

@@ -14,7 +14,6 @@ from ._checks import (
     check_dropout,
     check_fits,
     check_int,
-    check_memory,
     check_positive_float,
     check_positive_int,
     check_tensor,
@@ -77,9 +76,6 @@ def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0) -> Te
     check_positive_int("d_model", d_model)
     check_positive_float("base", base)
     # 角度表 (max_len, ⌈C/2⌉) 和结果 (max_len, C) 都是 float64，最后再转成 float32
-    check_memory(
-        f"sinusoidal_encoding(max_len={max_len}, d_model={d_model})", 20 * max_len * d_model
-    )
     position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
     omega = _frequencies(d_model, base)  # (⌈C/2⌉,)
     _check_frequencies(omega, d_model, base)
@@ -134,7 +130,6 @@ def shift_matrix(k: int, d_model: int, base: float = 10000.0) -> Tensor:
             "d_model must be even for shift_matrix: with odd d_model the last sin column has "
             f"no cos partner, so PE(pos + k) is not a linear function of PE(pos); got d_model={d_model}"
         )
-    check_memory(f"shift_matrix(d_model={d_model})", 8 * d_model * d_model)
     omega = _frequencies(d_model, base)  # (C/2,)
     _check_frequencies(omega, d_model, base)
     angle = k * omega  # (C/2,)：每一对维度转过的角度 kω_i
