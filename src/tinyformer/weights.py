@@ -44,7 +44,7 @@ class WeightsError(ValueError):
 
     def __init__(self, path: str | os.PathLike, reason: str, message: str):
         super().__init__(f"{os.fspath(path)!r}: {message}")
-        self.path, self.reason = os.fspath(path), reason
+        self.path, self.reason, self.message = os.fspath(path), reason, message
 
 
 def save_weights(path: str | os.PathLike, model: nn.Module, metadata: dict) -> None:
