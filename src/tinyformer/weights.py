@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 from safetensors import SafetensorError, safe_open
@@ -97,7 +98,8 @@ def load_weights(path: str | os.PathLike, model: nn.Module) -> None:
     except SafetensorError as error:
         raise _damaged(path, error) from None
     except RuntimeError as error:  # strict 装入：缺的、多的名字，或形状不符
-        detail = " ".join(str(error).split())
+        detail = " ".join(str(error).split())  # torch 逐个列出不符的张量：只留开头
+        detail = detail if len(detail) <= 300 else f"{detail[:300]}… ({len(detail)} characters)"
         raise WeightsError(path, "mismatch", f"does not match the model: {detail}") from None
 
 
@@ -106,14 +108,20 @@ def _readable(path: str | os.PathLike) -> str:
     path = Path(path)
     try:
         with path.open("rb") as file:
-            start = file.read(4)
+            start = file.read(8)
+            regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
     except FileNotFoundError:
         raise WeightsError(path, "missing", "no such file") from None
     except PermissionError:
         raise WeightsError(path, "permission", "permission denied") from None
     except IsADirectoryError:
         raise WeightsError(path, "not_a_file", "is a directory, not a weights file") from None
-    if start == b"PK\x03\x04" or start[:1] == b"\x80":  # torch.save 的 zip，或旧式 pickle
+    if not regular:  # /dev/null、管道……
+        raise WeightsError(path, "not_a_file", "is not a regular file (a device or a pipe?)")
+    # torch.save 的 zip，或旧式 pickle（\x80 + 协议号 2–5）。safetensors 的头长度也可能以 \x80 开头，
+    # 但它小于 2**32，后 4 个字节是 0；旧式 torch.save 在那里是它的魔数
+    legacy_pickle = start[:1] == b"\x80" and start[1:2] in b"\x02\x03\x04\x05" and any(start[4:])
+    if start[:4] == b"PK\x03\x04" or legacy_pickle:
         raise WeightsError(
             path,
             "pickle",

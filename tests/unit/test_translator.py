@@ -129,7 +129,7 @@ def test_a_translator_needs_room_for_one_word():
 
 def test_more_than_ten_unknown_words_is_one_language_per_message():
     sentence = "上海广州深圳杭州南京天津重庆成都武汉西安苏州"
-    with pytest.raises(ValueError, match=r"…\(1\d in all\); the model") as info:
+    with pytest.raises(ValueError, match=r"… \(1\d in all\); the model") as info:
         tiny_translator().translate(sentence)
     english = re.sub(r"'[^']*'", "", str(info.value))  # 引号里是读者的输入
     assert not re.search(r"[\u4e00-\u9fff（）]", english), english
@@ -319,5 +319,7 @@ def test_a_model_with_few_positions_translates_with_the_default_max_len(tmp_path
     assert isinstance(small.translate("我明天去北京。"), str)
     assert small.translate_ids(small.encode(["我明天去北京。"])).shape[1] <= 16
     save_checkpoint(small, tmp_path / "small.safetensors")
-    assert cli.translate_main(["--model", str(tmp_path / "small.safetensors"), "我明天去北京。"]) == 0
+    assert (
+        cli.translate_main(["--model", str(tmp_path / "small.safetensors"), "我明天去北京。"]) == 0
+    )
     assert capsys.readouterr().out.count("\n") == 1

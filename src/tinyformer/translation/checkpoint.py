@@ -103,7 +103,8 @@ def convert_checkpoint(source: str | os.PathLike, target: str | os.PathLike) -> 
     （如 ``os.system``）都被拒绝，什么也不运行，抛出 ``reason="pickle"`` 的 :class:`WeightsError`。
     """
     try:
-        old = torch.load(source, map_location="cpu", weights_only=True)
+        with open(source, "rb") as file:  # 文件对象：torch.load 不再按扩展名另选读法
+            old = torch.load(file, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise WeightsError(source, "missing", "no such file") from None
     except PermissionError:
@@ -111,10 +112,11 @@ def convert_checkpoint(source: str | os.PathLike, target: str | os.PathLike) -> 
     except IsADirectoryError:
         raise WeightsError(source, "not_a_file", "is a directory, not a checkpoint") from None
     except pickle.UnpicklingError as error:
-        found = re.search(r"GLOBAL (\S+)", str(error))
-        name = found.group(1) if found else "something other than tensors and plain data"
+        found = re.search(r"GLOBAL (\S+)", str(error))  # pickle 想调用一个函数：正是要挡住的
+        if found is None:
+            raise WeightsError(source, "damaged", "not a torch.save checkpoint") from None
         raise WeightsError(
-            source, "pickle", f"unsafe: its pickle asks to call {name}; refused by "
+            source, "pickle", f"unsafe: its pickle asks to call {found.group(1)}; refused by "
             "torch.load(weights_only=True), nothing in it was run",
         ) from None  # fmt: skip
     except Exception as error:  # noqa: BLE001 - 截断、随机字节：torch 抛出 RuntimeError、EOFError……

@@ -59,7 +59,7 @@ CONVERT_EXIT_CODES = (0, 1, 2, 3, 5, 130, 143)
 WEIGHTS_ZH = {  # WeightsError.reason → 中文（"unsafe"：convert 拒绝的 pickle）
     "missing": "不存在",
     "permission": "没有读取权限",
-    "not_a_file": "不是普通文件（是文件夹？）",
+    "not_a_file": "不是普通文件（是文件夹或设备？）",
     "pickle": "是 torch.save 写的 pickle 文件：读它可能运行文件里的代码，不安全，所以不读。"
     "旧的检查点可以这样转换：python -m tinyformer.translation convert 旧.pt 新.safetensors",
     "unsafe": "不安全：它的 pickle 要调用 {name}，torch.load(weights_only=True) 拒绝了它，"
