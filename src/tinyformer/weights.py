@@ -18,13 +18,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
 from pathlib import Path
 
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_model, save
+from safetensors.torch import load, load_model, save
 from torch import nn
 
 from .atomic import atomic_write
@@ -32,6 +33,7 @@ from .atomic import atomic_write
 __all__ = ["WeightsError", "load_weights", "read_metadata", "save_weights"]
 
 METADATA_KEY = "tinyformer"
+DIGEST_KEY = "sha256"  # 数据区的 SHA-256（十六进制），读时核对
 
 
 class WeightsError(ValueError):
@@ -68,7 +70,11 @@ def save_weights(path: str | os.PathLike, model: nn.Module, metadata: dict) -> N
             continue
         seen.add(storage)
         tensors[name] = tensor.detach().cpu().contiguous()
-    data = save(tensors, metadata={METADATA_KEY: json.dumps(metadata, ensure_ascii=False)})
+    header = {METADATA_KEY: json.dumps(metadata, ensure_ascii=False)}
+    body = save(tensors, metadata=header)
+    body = body[8 + int.from_bytes(body[:8], "little") :]  # 数据区与元数据无关
+    # 数据区的 SHA-256：safetensors 不查数据本身，一个翻转的字节会悄悄变成另一个权重
+    data = save(tensors, metadata={**header, DIGEST_KEY: hashlib.sha256(body).hexdigest()})
     with atomic_write(path) as file:
         file.write(data)
 
@@ -93,8 +99,25 @@ def read_metadata(path: str | os.PathLike) -> dict:
 
 def load_weights(path: str | os.PathLike, model: nn.Module) -> None:
     """把 ``path`` 里的张量装进 ``model``：名字与形状必须与 ``model.state_dict()`` 一一对应。"""
+    data = Path(_readable(path)).read_bytes()
     try:
-        load_model(model, _readable(path), strict=True)
+        with safe_open(str(path), framework="pt") as file:
+            digest = (file.metadata() or {}).get(DIGEST_KEY)
+    except SafetensorError as error:
+        raise _damaged(path, error) from None
+    start = 8 + int.from_bytes(data[:8], "little")
+    if digest is not None and hashlib.sha256(data[start:]).hexdigest() != digest:
+        raise WeightsError(path, "damaged", "its tensor data does not match its SHA-256 (damaged)")
+    expected = model.state_dict()
+    for name, tensor in load(data).items():  # load_state_dict 会悄悄换 dtype（int64 → float32）
+        if name in expected and tensor.dtype != expected[name].dtype:
+            raise WeightsError(
+                path,
+                "mismatch",
+                f"{name!r} has dtype {tensor.dtype}, the model {expected[name].dtype}",
+            )
+    try:
+        load_model(model, str(path), strict=True)
     except SafetensorError as error:
         raise _damaged(path, error) from None
     except RuntimeError as error:  # strict 装入：缺的、多的名字，或形状不符
