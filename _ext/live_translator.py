@@ -7,7 +7,7 @@
 ``_static/live_translator/live_translator.js``。onnxruntime-web 由 tools/web_assets.py 取到
 ``_vendor/onnxruntime-web/``（已在 html_static_path 里）。
 
-为什么构建时导出、而不是把 .onnx 提交进仓库：权重已经随包发布一份（.pt），再提交一份导出的
+为什么构建时导出、而不是把 .onnx 提交进仓库：权重已经随包发布一份（.safetensors），再提交一份导出的
 二进制文件，两者就可能不一致；构建时导出保证网站上的模型就是包里的那个。导出是确定的（同一个
 检查点、同一版本的 torch 逐字节相同），约 2 秒；检查点、包的源代码和 torch 版本都没变时跳过。
 

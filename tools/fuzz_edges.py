@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import json
 import os
 import re
 import resource
@@ -28,19 +29,20 @@ import signal
 import subprocess
 import sys
 import tempfile
-import zipfile
 from collections import Counter
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save
 
 import tinyformer as tf
 from tinyformer import book
 from tinyformer.translation import cli
-from tinyformer.translation.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.translation.checkpoint import convert_checkpoint, load_checkpoint, save_checkpoint
 from tinyformer.translation.corpus import OUT_OF_GRAMMAR
 from tinyformer.translation.pretrained import load_translator
 from tinyformer.translation.translator import new_translator
+from tinyformer.weights import WeightsError, read_metadata
 
 TIMEOUT = 60
 ENGLISH = re.compile(r"[A-Za-z]{2,}(?: [A-Za-z]{2,}){2,}")
@@ -471,7 +473,7 @@ def checkpoints(folder: Path):
         tf.Vocab([["我", "明天", "去", "北京", "。"]]), tf.Vocab([["i", "will", "go", "."]]),
         seed=0, d_model=16, num_heads=4, num_layers=1, d_ff=32, max_len=16,
     )  # fmt: skip
-    good = folder / "good.pt"
+    good = folder / "good.safetensors"
     save_checkpoint(translator, good, bleu=1.0)
     data = good.read_bytes()
     reference = translator.model.state_dict()
@@ -482,20 +484,21 @@ def checkpoints(folder: Path):
             return "loaded weights differ from the saved ones"
         return None
 
-    def crafted(name, raw: bytes):
-        path = folder / f"{name}.pt"
+    def crafted(name, raw: bytes, suffix=".safetensors"):
+        path = folder / f"{name}{suffix}"
         path.write_bytes(raw)
         case("checkpoint", name, lambda p=path: load_checkpoint(p), same_as_saved)
 
     for cut in (
         0,
         1,
+        7,
+        8,
         10,
         100,
         len(data) // 3,
         len(data) // 2,
         len(data) - 100,
-        len(data) - 22,
         len(data) - 1,
     ):
         crafted(f"truncated at {cut}", data[:cut])
@@ -506,97 +509,104 @@ def checkpoints(folder: Path):
     crafted("random bytes", os.urandom(4096))
     crafted("appended garbage", data + b"\x00" * 100)
 
-    base = torch.load(good, weights_only=True)
+    base_meta, base_tensors = read_metadata(good), load_file(good)
 
-    def variant(name, change):
-        checkpoint = copy.deepcopy(base)
-        change(checkpoint)
-        buffer = io.BytesIO()
-        torch.save(checkpoint, buffer)
-        crafted(name, buffer.getvalue())
+    def variant(name, meta=None, tensors=None, raw_meta=None):
+        metadata, state = copy.deepcopy(base_meta), dict(base_tensors)
+        if meta:
+            meta(metadata)
+        if tensors:
+            tensors(state)
+        buffer = save(state, metadata=raw_meta or {"tinyformer": json.dumps(metadata)})
+        crafted(name, buffer)
 
     for field, value in [("d_model", 8192), ("max_len", 2**31), ("num_heads", 3), ("pad_id", 1),
                          ("src_vocab_size", 10**7), ("dropout", float("nan")), ("tie_output", 1),
                          ("activation", "evil"), ("d_ff", 65536), ("num_encoder_layers", 0),
-                         ("norm_first", "yes"), ("pad_id", -1), ("d_model", 32)]:  # fmt: skip
+                         ("norm_first", "yes"), ("pad_id", -1), ("d_model", 32), ("max_len", 1)]:  # fmt: skip
         variant(
-            f"config {field}={value!r}", lambda c, f=field, v=value: c["config"].__setitem__(f, v)
+            f"config {field}={value!r}",
+            meta=lambda m, f=field, v=value: m["config"].__setitem__(f, v),
         )
-    variant("config missing", lambda c: c.pop("config"))
-    variant("config extra field", lambda c: c["config"].__setitem__("evil", 1))
-    variant("config is a list", lambda c: c.__setitem__("config", [1, 2]))
-    variant("format wrong", lambda c: c.__setitem__("format", "other"))
-    variant("extra key", lambda c: c.__setitem__("extra", 1))
-    variant("metrics tensor", lambda c: c["metrics"].__setitem__("x", torch.ones(3)))
-    variant("metrics list", lambda c: c.__setitem__("metrics", [1]))
-    variant("metrics int key", lambda c: c["metrics"].__setitem__(1, 1.0))
-    variant("src_itos duplicate", lambda c: c["src_itos"].__setitem__(5, c["src_itos"][4]))
-    variant("src_itos short", lambda c: c["src_itos"].pop())
-    variant("tgt_itos not list", lambda c: c.__setitem__("tgt_itos", "abc"))
-    variant("itos with int", lambda c: c["src_itos"].__setitem__(5, 5))
-    variant("pad swapped in itos", lambda c: c["src_itos"].insert(0, c["src_itos"].pop(1)))
-    names = list(base["state_dict"])
-    small = min(names, key=lambda n: base["state_dict"][n].numel())
-    for name in (names[0], names[len(names) // 2], "output.weight"):
-        variant(f"{name} nan", lambda c, n=name: c["state_dict"][n].fill_(float("nan")))
+    variant("config missing", meta=lambda m: m.pop("config"))
+    variant("config extra field", meta=lambda m: m["config"].__setitem__("evil", 1))
+    variant("config is a list", meta=lambda m: m.__setitem__("config", [1, 2]))
+    variant("format wrong", meta=lambda m: m.__setitem__("format", "other"))
+    variant("metrics list", meta=lambda m: m.__setitem__("metrics", [1]))
+    variant("metrics nested", meta=lambda m: m["metrics"].__setitem__("x", {"a": 1}))
+    variant("src_itos duplicate", meta=lambda m: m["src_itos"].__setitem__(5, m["src_itos"][4]))
+    variant("src_itos short", meta=lambda m: m["src_itos"].pop())
+    variant("tgt_itos not list", meta=lambda m: m.__setitem__("tgt_itos", "abc"))
+    variant("itos with int", meta=lambda m: m["src_itos"].__setitem__(5, 5))
+    variant("pad swapped in itos", meta=lambda m: m["src_itos"].insert(0, m["src_itos"].pop(1)))
+    variant("no tinyformer metadata", raw_meta={"other": "x"})
+    variant("metadata not JSON", raw_meta={"tinyformer": "{"})
+    variant("metadata a list", raw_meta={"tinyformer": "[1]"})
+    names = list(base_tensors)
+    for name in (names[0], names[len(names) // 2], names[-1]):
+        t = base_tensors[name]
         variant(
-            f"{name} float64",
-            lambda c, n=name: c["state_dict"].__setitem__(n, c["state_dict"][n].double()),
+            f"{name} nan",
+            tensors=lambda s, n=name: s.__setitem__(n, torch.full_like(s[n], float("nan"))),
         )
+        variant(f"{name} float64", tensors=lambda s, n=name: s.__setitem__(n, s[n].double()))
         variant(
-            f"{name} transposed",
-            lambda c, n=name: c["state_dict"].__setitem__(
-                n,
-                c["state_dict"][n].t()
-                if c["state_dict"][n].dim() == 2
-                else c["state_dict"][n][None],
-            ),
+            f"{name} reshaped", tensors=lambda s, n=name, t=t: s.__setitem__(n, t.reshape(-1)[None])
         )
-        variant(
-            f"{name} stride-0",
-            lambda c, n=name: c["state_dict"].__setitem__(
-                n, torch.zeros(1).expand(c["state_dict"][n].shape)
-            ),
-        )
-        variant(
-            f"{name} sparse",
-            lambda c, n=name: c["state_dict"].__setitem__(n, c["state_dict"][n].to_sparse()),
-        )
-        variant(f"{name} missing", lambda c, n=name: c["state_dict"].pop(n))
-        variant(
-            f"{name} int",
-            lambda c, n=name: c["state_dict"].__setitem__(n, c["state_dict"][n].long()),
-        )
-        variant(f"{name} shares storage", lambda c, n=name: _share(c["state_dict"], n, small))
-    variant(
-        "tied weights differ",
-        lambda c: c["state_dict"].__setitem__(
-            "output.weight", c["state_dict"]["output.weight"] + 1.0
-        ),
+        variant(f"{name} missing", tensors=lambda s, n=name: s.pop(n))
+        variant(f"{name} int", tensors=lambda s, n=name: s.__setitem__(n, s[n].long()))
+    variant("extra weight", tensors=lambda s: s.__setitem__("evil", torch.ones(1)))
+    # the same weight name twice in the header, pointing at two different copies
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + n])
+    name = next(k for k in header if k != "__metadata__")
+    start, end = header[name]["data_offsets"]
+    body = data[8 + n :]
+    extra = json.dumps(
+        {name: {**header[name], "data_offsets": [len(body), len(body) + end - start]}}
     )
-    variant("extra weight", lambda c: c["state_dict"].__setitem__("evil", torch.ones(1)))
-    variant("state_dict list", lambda c: c.__setitem__("state_dict", [torch.ones(1)]))
-    # a zip with a compressed (deflated) member: a deflate bomb's shape
-    bomb = folder / "bomb.pt"
-    with (
-        zipfile.ZipFile(good) as source,
-        zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as target,
-    ):
-        for info in source.infolist():
-            target.writestr(info.filename, source.read(info))
-    case("checkpoint", "deflated members", lambda: load_checkpoint(bomb), same_as_saved)
-    case("checkpoint", "directory", lambda: load_checkpoint(folder), same_as_saved)
-    case("checkpoint", "/dev/null", lambda: load_checkpoint("/dev/null"), same_as_saved)
-    case("checkpoint", "missing file", lambda: load_checkpoint(folder / "none.pt"), same_as_saved)
-    case("checkpoint", "path None", lambda: load_checkpoint(None), same_as_saved)
+    text = data[8 : 8 + n].decode().rstrip()[:-1] + "," + extra[1:]
+    text += " " * (-len(text) % 8)
+    changed = bytes(body[start:end]) if end == start else bytes(x ^ 1 for x in body[start:end])
+    crafted(
+        "duplicate weight name", len(text).to_bytes(8, "little") + text.encode() + body + changed
+    )
+    # pickles: the old format, and a hostile one that names os.system
+    old = {"format": "tinyformer-translator-1", "config": base_meta["config"],
+           "src_itos": base_meta["src_itos"], "tgt_itos": base_meta["tgt_itos"],
+           "state_dict": translator.model.state_dict(), "metrics": base_meta["metrics"]}  # fmt: skip
+    torch.save(old, folder / "old.pt")
+    torch.save({"payload": Payload()}, folder / "evil.pt")
+    case("checkpoint", "old .pt file", lambda: load_checkpoint(folder / "old.pt"), same_as_saved)
     case(
         "checkpoint",
-        "path 254 chars",
-        lambda: load_checkpoint(folder / ("a" * 251 + ".pt")),
+        "pickle naming os.system",
+        lambda: load_checkpoint(folder / "evil.pt"),
         same_as_saved,
     )
+    case("checkpoint", "convert old .pt",
+         lambda: convert_checkpoint(folder / "old.pt", folder / "new.safetensors"), same_as_saved)  # fmt: skip
+    case("checkpoint", "convert os.system pickle",
+         lambda: convert_checkpoint(folder / "evil.pt", folder / "evil.safetensors"), same_as_saved)  # fmt: skip
+    case("checkpoint", "convert truncated .pt",
+         lambda: convert_checkpoint(folder / "truncated at 100.safetensors", folder / "x.safetensors"), same_as_saved)  # fmt: skip
+    case("checkpoint", "directory", lambda: load_checkpoint(folder), same_as_saved)
+    case("checkpoint", "/dev/null", lambda: load_checkpoint("/dev/null"), same_as_saved)
+    case(
+        "checkpoint",
+        "missing file",
+        lambda: load_checkpoint(folder / "none.safetensors"),
+        same_as_saved,
+    )
+    case("checkpoint", "path None", lambda: load_checkpoint(None), same_as_saved)
+    case("checkpoint", "path 254 chars", lambda: load_checkpoint(folder / ("a" * 242 + ".safetensors")), same_as_saved)  # fmt: skip
     case("checkpoint", "good file", lambda: load_checkpoint(good), same_as_saved)
     return good
+
+
+class Payload:
+    def __reduce__(self):  # torch.load(weights_only=True) must refuse it; nothing runs
+        return (os.system, ("echo pwned",))
 
 
 # ---------------------------------------------------------------- Translator
@@ -679,7 +689,7 @@ def cli_cases(model_file: Path, bad_file: Path, folder: Path):
     translate = [
         [], ["--model"], ["--model", str(model_file)], ["--beam-size", "0", "我"], ["--beam-size", "x", "我"],
         ["--beam-size", "100000", "我明天去北京。"], ["--bogus", "我"], ["-x", "我"], ["--model", str(bad_file), "我"],
-        ["--model", str(folder), "我"], ["--model", "/dev/null", "我"], ["--model", str(folder / "no.pt"), "我"],
+        ["--model", str(folder), "我"], ["--model", "/dev/null", "我"], ["--model", str(folder / "no.safetensors"), "我"],
         ["--model", "", "我"], ["", "我明天去北京。"], ["我爱你"], ["好" * 40_000], ["我明天去北京。" * 20],
         ["--", "-我明天去北京。"], ["-我明天去北京。"], ["--beam", "2", "我明天去北京。"], ["--help"],
         ["我明天去北京。", "他昨天没在商店买衣服吗？"], ["--beam-size=2", "我明天去北京。"],
@@ -689,10 +699,10 @@ def cli_cases(model_file: Path, bad_file: Path, folder: Path):
     train = [
         ["--steps", "0"], ["--steps"], ["--seconds", "inf"], ["--seconds", "nan"], ["--seconds", "-1"],
         ["--seed", "-1"], ["--seed", "x"], ["--seed", str(2**70)], ["--out", ""], ["--out", str(folder)],
-        ["--out", "/dev/full"], ["--out", "/proc/x.pt"], ["--out", "/" + "x" * 300 + "/m.pt"],
-        ["--threads", "0"], ["--threads", str(10**9), "--out", str(folder / "m.pt")], ["--beam-size", "0"],
+        ["--out", "/dev/full"], ["--out", "/proc/x.safetensors"], ["--out", "/" + "x" * 300 + "/m.safetensors"],
+        ["--threads", "0"], ["--threads", str(10**9), "--out", str(folder / "m.safetensors")], ["--beam-size", "0"],
         ["--lr", "1"], ["--s", "1"], ["--no-progress=1"], ["positional"], ["--help"],
-        ["--out", str(folder / ("a" * 300 + ".pt"))],
+        ["--out", str(folder / ("a" * 300 + ".safetensors"))],
     ]  # fmt: skip
     for name, command, rows in (
         ("translate", cli.translate_main, translate),
@@ -752,6 +762,8 @@ def classify_cli(result):
             if not lines
             else ("obscure", f"exit 0 with stderr {lines[0][:80]}")
         )
+    if code == 2 and err.startswith("usage: ") and ": error: " in lines[-1]:
+        return "clear", f"exit 2 (argparse): {lines[-1][:120]}"  # argparse's own usage error
     if len(lines) != 1 or not lines[0].startswith("错误："):
         return "obscure", f"exit {code}, stderr {err[:120]!r}"
     if "意外的内部错误" in lines[0]:
@@ -764,6 +776,8 @@ def classify_cli(result):
 
 def classify(error: BaseException):
     message = str(error)
+    if isinstance(error, WeightsError):
+        return "clear", message[:140]  # names the file and its reason (missing, pickle, damaged, …)
     if isinstance(error, FileNotFoundError) and error.filename is not None:
         return "clear", message[:140]  # names the missing file
     if isinstance(error, (ValueError, TypeError)) and not TORCH_INTERNAL.search(message):
@@ -820,7 +834,7 @@ def main():
         text()
         decoding(model)
         good = checkpoints(folder)
-        bad = folder / "truncated at 100.pt"
+        bad = folder / "truncated at 100.safetensors"
         translator_cases(load_translator())
         cli_cases(good, bad, folder)
         outcomes, notes = Counter(), []

@@ -28,7 +28,7 @@ SEED = 0
 def main() -> None:
     runs = {}
     for steps in STEPS:
-        out = WEIGHTS / f"zh_en_step{steps}.pt"
+        out = WEIGHTS / f"zh_en_step{steps}.safetensors"
         command = [
             "python", "-m", "tinyformer.translation", "train",
             "--steps", str(steps), "--seed", str(SEED), "--out", out.as_posix(), "--no-progress",

@@ -18,12 +18,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_model, save
+from safetensors.torch import load, load_model, save
 from torch import nn
 
 from .atomic import atomic_write
@@ -31,6 +33,7 @@ from .atomic import atomic_write
 __all__ = ["WeightsError", "load_weights", "read_metadata", "save_weights"]
 
 METADATA_KEY = "tinyformer"
+DIGEST_KEY = "sha256"  # 数据区的 SHA-256（十六进制），读时核对
 
 
 class WeightsError(ValueError):
@@ -44,7 +47,7 @@ class WeightsError(ValueError):
 
     def __init__(self, path: str | os.PathLike, reason: str, message: str):
         super().__init__(f"{os.fspath(path)!r}: {message}")
-        self.path, self.reason = os.fspath(path), reason
+        self.path, self.reason, self.message = os.fspath(path), reason, message
 
 
 def save_weights(path: str | os.PathLike, model: nn.Module, metadata: dict) -> None:
@@ -67,7 +70,11 @@ def save_weights(path: str | os.PathLike, model: nn.Module, metadata: dict) -> N
             continue
         seen.add(storage)
         tensors[name] = tensor.detach().cpu().contiguous()
-    data = save(tensors, metadata={METADATA_KEY: json.dumps(metadata, ensure_ascii=False)})
+    header = {METADATA_KEY: json.dumps(metadata, ensure_ascii=False)}
+    body = save(tensors, metadata=header)
+    body = body[8 + int.from_bytes(body[:8], "little") :]  # 数据区与元数据无关
+    # 数据区的 SHA-256：safetensors 不查数据本身，一个翻转的字节会悄悄变成另一个权重
+    data = save(tensors, metadata={**header, DIGEST_KEY: hashlib.sha256(body).hexdigest()})
     with atomic_write(path) as file:
         file.write(data)
 
@@ -92,12 +99,30 @@ def read_metadata(path: str | os.PathLike) -> dict:
 
 def load_weights(path: str | os.PathLike, model: nn.Module) -> None:
     """把 ``path`` 里的张量装进 ``model``：名字与形状必须与 ``model.state_dict()`` 一一对应。"""
+    data = Path(_readable(path)).read_bytes()
     try:
-        load_model(model, _readable(path), strict=True)
+        with safe_open(str(path), framework="pt") as file:
+            digest = (file.metadata() or {}).get(DIGEST_KEY)
+    except SafetensorError as error:
+        raise _damaged(path, error) from None
+    start = 8 + int.from_bytes(data[:8], "little")
+    if digest is not None and hashlib.sha256(data[start:]).hexdigest() != digest:
+        raise WeightsError(path, "damaged", "its tensor data does not match its SHA-256 (damaged)")
+    expected = model.state_dict()
+    for name, tensor in load(data).items():  # load_state_dict 会悄悄换 dtype（int64 → float32）
+        if name in expected and tensor.dtype != expected[name].dtype:
+            raise WeightsError(
+                path,
+                "mismatch",
+                f"{name!r} has dtype {tensor.dtype}, the model {expected[name].dtype}",
+            )
+    try:
+        load_model(model, str(path), strict=True)
     except SafetensorError as error:
         raise _damaged(path, error) from None
     except RuntimeError as error:  # strict 装入：缺的、多的名字，或形状不符
-        detail = " ".join(str(error).split())
+        detail = " ".join(str(error).split())  # torch 逐个列出不符的张量：只留开头
+        detail = detail if len(detail) <= 300 else f"{detail[:300]}… ({len(detail)} characters)"
         raise WeightsError(path, "mismatch", f"does not match the model: {detail}") from None
 
 
@@ -106,14 +131,20 @@ def _readable(path: str | os.PathLike) -> str:
     path = Path(path)
     try:
         with path.open("rb") as file:
-            start = file.read(4)
+            start = file.read(8)
+            regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
     except FileNotFoundError:
         raise WeightsError(path, "missing", "no such file") from None
     except PermissionError:
         raise WeightsError(path, "permission", "permission denied") from None
     except IsADirectoryError:
         raise WeightsError(path, "not_a_file", "is a directory, not a weights file") from None
-    if start == b"PK\x03\x04" or start[:1] == b"\x80":  # torch.save 的 zip，或旧式 pickle
+    if not regular:  # /dev/null、管道……
+        raise WeightsError(path, "not_a_file", "is not a regular file (a device or a pipe?)")
+    # torch.save 的 zip，或旧式 pickle（\x80 + 协议号 2–5）。safetensors 的头长度也可能以 \x80 开头，
+    # 但它小于 2**32，后 4 个字节是 0；旧式 torch.save 在那里是它的魔数
+    legacy_pickle = start[:1] == b"\x80" and start[1:2] in b"\x02\x03\x04\x05" and any(start[4:])
+    if start[:4] == b"PK\x03\x04" or legacy_pickle:
         raise WeightsError(
             path,
             "pickle",

@@ -63,12 +63,13 @@ def test_refuses_a_directory_or_a_device(tmp_path):
 CHILD = textwrap.dedent(
     """
     import contextlib, resource, runpy, signal, sys, time
+    from tinyformer import weights
     from tinyformer.translation import checkpoint, cli, translator
 
     mode, out = sys.argv[1], sys.argv[2]
     signal.signal(signal.SIGINT, signal.default_int_handler)  # 后台启动时 SIGINT 可能被忽略
     translator.Translator.evaluate = lambda self, pairs, *a, **k: translator.score(["x"], ["x"])
-    real_atomic_write, real_save = checkpoint.atomic_write, checkpoint.save_checkpoint
+    real_atomic_write, real_save = weights.atomic_write, checkpoint.save_checkpoint
 
     class SlowFile:  # 写一半，告诉父进程，然后等着被杀
         def __init__(self, file):
@@ -92,7 +93,7 @@ CHILD = textwrap.dedent(
         real_save(model, path, **metrics)
 
     if mode == "slow":
-        checkpoint.atomic_write = slow_atomic_write
+        weights.atomic_write = slow_atomic_write
     else:
         cli.save_checkpoint = save_on_a_full_disk
     sys.argv = ["tinyformer.translation", "train", "--steps", "1", "--no-progress", "--out", out]
@@ -102,7 +103,7 @@ CHILD = textwrap.dedent(
 
 
 def run_child(tmp_path, mode, send=None):
-    out = tmp_path / "zh_en.pt"
+    out = tmp_path / "zh_en.safetensors"
     old = write_old_checkpoint(out)
     script = tmp_path / "child.py"
     script.write_text(CHILD, encoding="utf-8")
@@ -136,15 +137,15 @@ def test_interrupted_save_keeps_the_previous_checkpoint(tmp_path, signum, code, 
     returncode, stderr, files = run_child(tmp_path, "slow", send=signum)
     assert returncode == code
     assert stderr == message  # 一行，没有 traceback
-    assert files == ["child.py", "zh_en.pt"]  # 临时文件已删掉
+    assert files == ["child.py", "zh_en.safetensors"]  # 临时文件已删掉
 
 
 def test_killed_save_keeps_the_previous_checkpoint(tmp_path):
     returncode, stderr, files = run_child(tmp_path, "slow", send=signal.SIGKILL)
     assert returncode == -signal.SIGKILL
     # SIGKILL 来不及清理：只多出一个临时文件，目标文件仍是旧的（run_child 已检查）
-    leftovers = [f for f in files if f not in ("child.py", "zh_en.pt")]
-    assert len(leftovers) == 1 and leftovers[0].startswith(".zh_en.pt.")
+    leftovers = [f for f in files if f not in ("child.py", "zh_en.safetensors")]
+    assert len(leftovers) == 1 and leftovers[0].startswith(".zh_en.safetensors.")
     assert leftovers[0].endswith(".tmp")
 
 
@@ -154,7 +155,7 @@ def test_full_disk_keeps_the_previous_checkpoint(tmp_path):
     assert stderr.count("\n") == 1 and "Traceback" not in stderr
     assert stderr.startswith("错误：检查点 ")
     assert "写不进去（文件太大（超出了系统的限制））" in stderr and "原来的文件保持不变" in stderr
-    assert files == ["child.py", "zh_en.pt"]
+    assert files == ["child.py", "zh_en.safetensors"]
 
 
 def test_checkpoint_written_through_atomic_write_loads(tmp_path):

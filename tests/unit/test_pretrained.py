@@ -1,10 +1,10 @@
-"""随包发布的第 8 章权重：能用 weights_only 读入，分数就是生成它们时记下的分数。"""
+"""随包发布的第 8 章权重：safetensors，分数就是生成它们时记下的分数。"""
 
 import pytest
-import torch
 
 from tinyformer.translation.corpus import generate_corpus
 from tinyformer.translation.pretrained import STEPS, checkpoint_path, load_translator, provenance
+from tinyformer.weights import read_metadata
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +24,12 @@ def test_every_shipped_checkpoint_has_provenance():
         assert checkpoint_path(step).is_file()
 
 
-def test_checkpoints_are_plain_data():
+def test_checkpoints_are_safetensors_with_their_metrics():
     for step in STEPS:
-        torch.load(checkpoint_path(step), weights_only=True)  # 含任意对象时会抛出异常
+        assert checkpoint_path(step).suffix == ".safetensors"
+        metadata = read_metadata(checkpoint_path(step))  # 只读头：没有 pickle
+        metrics = provenance()["checkpoints"][str(step)]["metrics"]
+        assert {k: v for k, v in metadata["metrics"].items() if k in metrics} == metrics
 
 
 @pytest.mark.parametrize("step", STEPS)

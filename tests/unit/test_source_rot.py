@@ -4,7 +4,7 @@
   就错了，所以 ``src/`` 里只写章或节的标题（“注意力机制”一章、“掩码加在分数矩阵上”一节）。论文的节号
   是论文的，前面写“论文”就可以（“论文 §3.4”）。
 - docstring 和注释里写到的仓库路径（``tests/...py``、``chapters/...``、``tools/...``、``*.md``……）都要存在；
-  运行时才生成的文件（``runs/zh_en.pt``、导出的 ``translator.json``）列在 ``RUNTIME_PATHS``，各带理由。
+  运行时才生成的文件（``runs/zh_en.safetensors``、导出的 ``translator.json``）列在 ``RUNTIME_PATHS``，各带理由。
 - 书名以 ``_config.yml`` 的 ``title``（网站显示的）为准，README、``pyproject.toml``、包的 docstring 与它一致。
 - 本包的异常消息是英文（与 torch 一样）；命令行把它们译成中文给读者。引用用户输入的部分（引号里的
   repr）可以有中文，其余部分不能中英混写。

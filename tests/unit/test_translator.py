@@ -1,18 +1,23 @@
-"""translator.py、checkpoint.py、cli.py：检查点存取（weights_only）、词表外的词、交叉注意力、命令行。"""
+"""translator.py、checkpoint.py、cli.py：检查点存取（safetensors）、词表外的词、交叉注意力、命令行。"""
 
+import dataclasses
 import json
+import math
+import pathlib
+import re
 
 import pytest
 import torch
 
 from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB
 from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB
-from tests.kit import tiny_translator
+from tests.kit import run_cli, tiny_translator
 from tinyformer.translation import cli
-from tinyformer.translation.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.translation.checkpoint import convert_checkpoint, load_checkpoint, save_checkpoint
 from tinyformer.translation.corpus import Pair
 from tinyformer.translation.training import fit_translator
-from tinyformer.translation.translator import Translator
+from tinyformer.translation.translator import Translator, new_translator
+from tinyformer.weights import WeightsError, read_metadata
 
 
 def test_build_is_reproducible_and_sized_by_the_vocabularies():
@@ -26,7 +31,7 @@ def test_build_is_reproducible_and_sized_by_the_vocabularies():
 def test_checkpoint_round_trip_gives_identical_translations(tmp_path):
     translator = tiny_translator()
     sentences = ["我明天去北京。", "他喝绿茶吗？"]
-    path = tmp_path / "sub" / "model.pt"
+    path = tmp_path / "sub" / "model.safetensors"
     save_checkpoint(translator, path, test_bleu=12.5)
     loaded = load_checkpoint(path)
     assert loaded.metrics == {"test_bleu": 12.5}
@@ -39,25 +44,106 @@ def test_checkpoint_round_trip_gives_identical_translations(tmp_path):
 
 class Payload:
     def __reduce__(self):  # 反序列化时会被调用：weights_only=True 必须拒绝它
-        return (print, ("pwned",))
+        import os
+
+        return (os.system, ("echo pwned",))
 
 
-def test_load_refuses_arbitrary_objects(tmp_path):
+def test_a_pickle_is_never_loaded_and_convert_refuses_an_unsafe_one(tmp_path, capsys):
     path = tmp_path / "evil.pt"
     torch.save({"format": "tinyformer-translator-1", "payload": Payload()}, path)
-    with pytest.raises(
-        ValueError,
-        match=r"evil.pt' holds objects other .* refused by torch.load\(weights_only=True\)",
-    ):
+    with pytest.raises(WeightsError, match=r"unsafe to load.*convert it with: python -m") as info:
         load_checkpoint(path)
+    assert info.value.reason == "pickle"
+    with pytest.raises(WeightsError, match=r"unsafe: its pickle asks to call posix.system") as info:
+        convert_checkpoint(path, tmp_path / "new.safetensors")
+    assert info.value.reason == "pickle" and not (tmp_path / "new.safetensors").exists()
+    assert "pwned" not in capsys.readouterr().out
 
 
-def test_load_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no checkpoint at this path"):
-        load_checkpoint(tmp_path / "missing.pt")
-    torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
-    with pytest.raises(ValueError, match="is not a tinyformer translator checkpoint"):
-        load_checkpoint(tmp_path / "other.pt")
+def test_convert_keeps_every_number_of_an_old_checkpoint(tmp_path):
+    translator = tiny_translator()
+    old = {
+        "format": "tinyformer-translator-1",
+        "config": dataclasses.asdict(translator.model.config),
+        "src_itos": list(SRC_VOCAB.itos),
+        "tgt_itos": list(TGT_VOCAB.itos),
+        "state_dict": translator.model.state_dict(),
+        "metrics": {"test_bleu": 12.5},
+    }
+    torch.save(old, tmp_path / "old.pt")
+    convert_checkpoint(tmp_path / "old.pt", tmp_path / "new.safetensors")
+    loaded = load_checkpoint(tmp_path / "new.safetensors")
+    assert loaded.metrics == {"test_bleu": 12.5} and loaded.model.config == translator.model.config
+    for name, tensor in translator.model.state_dict().items():
+        assert torch.equal(loaded.model.state_dict()[name], tensor), name
+
+
+def test_load_errors_name_their_cause(tmp_path, monkeypatch):
+    with pytest.raises(WeightsError, match="no such file") as info:
+        load_checkpoint(tmp_path / "missing.safetensors")
+    assert info.value.reason == "missing"
+    save_checkpoint(tiny_translator(), tmp_path / "m.safetensors")
+    data = (tmp_path / "m.safetensors").read_bytes()
+    (tmp_path / "cut.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(WeightsError, match="truncated or damaged") as info:
+        load_checkpoint(tmp_path / "cut.safetensors")
+    assert info.value.reason == "damaged"
+    real_open = pathlib.Path.open  # 测试以 root 运行时 chmod 挡不住读：模拟 EACCES
+
+    def no_permission(self, *args, **kwargs):
+        if self.name == "m.safetensors":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "open", no_permission)
+    with pytest.raises(WeightsError, match="permission denied") as info:
+        load_checkpoint(tmp_path / "m.safetensors")
+    assert info.value.reason == "permission"
+
+
+def test_a_wrong_pad_id_or_nan_weights_are_refused(tmp_path):
+    from safetensors.torch import save_file
+
+    translator = tiny_translator()
+    save_checkpoint(translator, tmp_path / "m.safetensors")
+    metadata = {"tinyformer": json.dumps({**read_metadata(tmp_path / "m.safetensors")})}
+    config = json.loads(metadata["tinyformer"])
+    config["config"]["pad_id"] = 4  # <pad> 是 0：真正的词会被当成补齐位遮掉
+    tensors = {k: v for k, v in translator.model.state_dict().items() if k != "output.weight"}
+    save_file(tensors, tmp_path / "pad.safetensors", metadata={"tinyformer": json.dumps(config)})
+    with pytest.raises(WeightsError, match=r"config pad_id=4 but <pad> is id 0 in src_itos"):
+        load_checkpoint(tmp_path / "pad.safetensors")
+    nan = {k: torch.full_like(v, math.nan) for k, v in tensors.items()}
+    save_file(nan, tmp_path / "nan.safetensors", metadata=metadata)
+    with pytest.raises(WeightsError, match=r"non-finite values \(nan or inf\)") as info:
+        load_checkpoint(tmp_path / "nan.safetensors")
+    assert info.value.reason == "damaged"
+
+
+def test_a_translator_needs_room_for_one_word():
+    # issue 33：max_len=1 的翻译器曾在翻译时抱怨没有人给过的 max_len=0
+    with pytest.raises(ValueError, match=r"needs max_len >= 2 .*, got max_len=1$"):
+        new_translator(SRC_VOCAB, TGT_VOCAB, seed=0, d_model=16, d_ff=32, max_len=1)
+
+
+def test_more_than_ten_unknown_words_is_one_language_per_message():
+    sentence = "上海广州深圳杭州南京天津重庆成都武汉西安苏州"
+    with pytest.raises(ValueError, match=r"… \(1\d in all\); the model") as info:
+        tiny_translator().translate(sentence)
+    english = re.sub(r"'[^']*'", "", str(info.value))  # 引号里是读者的输入
+    assert not re.search(r"[\u4e00-\u9fff（）]", english), english
+    message = cli.reader_message(info.value)
+    assert re.search(r"…（共 1\d 个），模型只能翻译", message) and "in all" not in message
+
+
+def test_the_sentence_is_tokenized_once(monkeypatch):
+    translator = tiny_translator()
+    calls = []
+    real = translator.tokenizer
+    translator.tokenizer = lambda text: calls.append(text) or real(text)
+    translator.translate_checked("我明天去北京。")
+    assert calls == ["我明天去北京。"]
 
 
 def test_unknown_words_are_named():
@@ -108,7 +194,7 @@ def test_evaluate_counts_exact_matches():
 
 
 def test_train_cli_prints_one_json_line_and_saves_a_loadable_checkpoint(tmp_path, capsys):
-    out = tmp_path / "m.pt"
+    out = tmp_path / "m.safetensors"
     metrics = cli.train_main(["--steps", "3", "--out", str(out), "--no-progress", "--seed", "1"])
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1 and json.loads(lines[0]) == metrics
@@ -135,11 +221,9 @@ def test_cli_argument_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.train_main(["--steps", "0"])
     assert exit_info.value.code == 2
-    assert capsys.readouterr().err == (
-        "错误：参数 --steps：应为正整数，得到 0（用 --help 查看用法）\n"
-    )
-    assert cli.translate_main(["--model", str(tmp_path / "none.pt"), "我"]) == 3
-    assert capsys.readouterr().err == f"错误：找不到 {str(tmp_path / 'none.pt')!r}\n"
+    assert capsys.readouterr().err == "错误：--steps 应为正整数，得到 '0'（用 --help 查看用法）\n"
+    code, out, err = run_cli(cli.translate_main, ["--model", str(tmp_path / "none"), "我"], capsys)
+    assert code == 3 and err == f"错误：权重文件 {str(tmp_path / 'none')!r} 不存在\n"
 
 
 def test_show_translation_plots_known_words_and_explains_unknown_ones(capsys, monkeypatch):
@@ -176,14 +260,14 @@ def test_show_translation_plots_known_words_and_explains_unknown_ones(capsys, mo
 def test_cli_main_dispatches_to_the_sub_commands(tmp_path, capsys, monkeypatch):
     seen = []
     monkeypatch.setitem(cli.COMMANDS, "translate", lambda argv: seen.append(argv) or 0)
-    assert cli.main(["translate", "--model", "m.pt", "我"]) == 0
-    assert seen == [["--model", "m.pt", "我"]]
-    assert cli.main(["--help"]) == 0 and "{train,translate}" in capsys.readouterr().out
+    assert cli.main(["translate", "--model", "m.safetensors", "我"]) == 0
+    assert seen == [["--model", "m.safetensors", "我"]]
+    assert cli.main(["--help"]) == 0 and "{train,translate,convert}" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["bogus"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
-        "错误：第一个参数应是命令 train 或 translate，得到 'bogus'（用 --help 查看用法）\n"
+        "错误：第一个参数应是命令 train、translate、convert 之一，得到 'bogus'（用 --help 查看用法）\n"
     )
 
 
@@ -234,6 +318,8 @@ def test_a_model_with_few_positions_translates_with_the_default_max_len(tmp_path
     )
     assert isinstance(small.translate("我明天去北京。"), str)
     assert small.translate_ids(small.encode(["我明天去北京。"])).shape[1] <= 16
-    save_checkpoint(small, tmp_path / "small.pt")
-    assert cli.translate_main(["--model", str(tmp_path / "small.pt"), "我明天去北京。"]) == 0
+    save_checkpoint(small, tmp_path / "small.safetensors")
+    assert (
+        cli.translate_main(["--model", str(tmp_path / "small.safetensors"), "我明天去北京。"]) == 0
+    )
     assert capsys.readouterr().out.count("\n") == 1

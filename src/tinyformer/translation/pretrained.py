@@ -7,9 +7,9 @@
 
 权重由 ``python -m tools.ship_weights`` 生成，它运行::
 
-    python -m tinyformer.translation train --steps 100 --seed 0 --out src/tinyformer/translation/weights/zh_en_step100.pt
-    python -m tinyformer.translation train --steps 150 --seed 0 --out src/tinyformer/translation/weights/zh_en_step150.pt
-    python -m tinyformer.translation train --steps 600 --seed 0 --out src/tinyformer/translation/weights/zh_en_step600.pt
+    python -m tinyformer.translation train --steps 100 --seed 0 --out src/tinyformer/translation/weights/zh_en_step100.safetensors
+    python -m tinyformer.translation train --steps 150 --seed 0 --out src/tinyformer/translation/weights/zh_en_step150.safetensors
+    python -m tinyformer.translation train --steps 600 --seed 0 --out src/tinyformer/translation/weights/zh_en_step600.safetensors
 
 并把命令、torch 版本、日期、CPU 和各自的指标写进 ``weights/zh_en.json``（:func:`provenance`）。
 学习率只取决于步数、数据顺序只取决于种子，所以第 100 步的检查点就是 600 步训练途中的第 100 步。
@@ -34,11 +34,11 @@ def checkpoint_path(step: int = 600) -> Path:
     """第 ``step`` 步的检查点文件的路径（``step`` 取 :data:`STEPS` 之一）。"""
     if isinstance(step, bool) or not isinstance(step, int) or step not in STEPS:
         raise ValueError(f"step must be one of {STEPS}, got step={step!r}")
-    return Path(str(_WEIGHTS / f"zh_en_step{step}.pt"))
+    return Path(str(_WEIGHTS / f"zh_en_step{step}.safetensors"))
 
 
 def load_translator(step: int = 600) -> Translator:
-    """读入随包发布的第 ``step`` 步的翻译器（``weights_only=True``），处于 eval 模式。
+    """读入随包发布的第 ``step`` 步的翻译器（safetensors，不执行文件里的任何代码），处于 eval 模式。
 
     例子::
 
@@ -46,9 +46,7 @@ def load_translator(step: int = 600) -> Translator:
         >>> load_translator().translate("我明天在学校看小说。")
         'I will read novels at school tomorrow.'
     """
-    translator = load_checkpoint(checkpoint_path(step))
-    translator.model.eval()
-    return translator
+    return load_checkpoint(checkpoint_path(step))
 
 
 def provenance() -> dict:

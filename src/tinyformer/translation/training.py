@@ -390,3 +390,36 @@ def fit_translator(
         translator.model.load_state_dict(best_state)
     translator.model.eval()
     return translator, history, corpus, best
+
+
+def train_and_score(
+    seed: int = 0,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    beam_size: int = 1,
+    progress: bool = True,
+    corpus: TranslationCorpus | None = None,
+) -> tuple[Translator, dict]:
+    """:func:`fit_translator`，再在验证集和留出的测试集上评估（束宽 ``beam_size``）。
+
+    返回 (翻译器, 指标)：指标是 ``python -m tinyformer.translation train`` 打印、存进检查点的那些数
+    （种子、步数、用时、最后的损失、挑中的步数、验证集与测试集的完全匹配率和 BLEU）。
+    """
+    translator, history, corpus, best = fit_translator(
+        seed, max_steps, max_seconds, progress=progress, corpus=corpus
+    )
+    test = translator.evaluate(corpus.test, beam_size=beam_size)
+    valid = translator.evaluate(corpus.valid, beam_size=beam_size)
+    return translator, {
+        "seed": seed,
+        "steps": history.steps,
+        "train_seconds": round(history.seconds, 1),
+        "final_loss": round(history.losses[-1], 4),
+        "best_step": best["best_step"],
+        "valid_exact_match": round(valid.exact_match, 4),
+        "valid_bleu": round(valid.bleu, 2),
+        "test_exact_match": round(test.exact_match, 4),
+        "test_bleu": round(test.bleu, 2),
+        "test_sentences": len(corpus.test),
+        "beam_size": beam_size,
+    }

@@ -164,6 +164,11 @@ class Translator:
                 raise ValueError(
                     f"len({name}) must equal the model's {name}_size={size}, got {len(vocab)}"
                 )
+        if model.config.max_len < 2:  # <bos> 占一个位置，至少还要留一个给译文
+            raise ValueError(
+                "a translator's model needs max_len >= 2 (<bos> plus at least one word), "
+                f"got max_len={model.config.max_len}"
+            )
         if not callable(tokenizer):
             raise TypeError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
         if not callable(in_domain):
@@ -193,14 +198,14 @@ class Translator:
             shown = (
                 repr(unknown)
                 if len(unknown) <= 10
-                else f"{unknown[:10]!r}…（共 {len(unknown)} 个）"
+                else f"{unknown[:10]!r}… ({len(unknown)} in all)"
             )
             raise UntranslatableError(
                 sentence,
                 "unknown_words",
                 f"sentence {shorten(sentence)} has words not in the source vocabulary: {shown}; "
                 "the model can only translate words it was trained on",
-                words=shown,
+                words=unknown,
             )
         limit = self.model.config.max_len
         if len(tokens) > limit:
@@ -216,7 +221,11 @@ class Translator:
 
     def encode(self, sentences: Sequence[str]) -> Tensor:
         """句子列表 → 补齐的源句编号 (B, S)。"""
-        ids = [self.src_vocab.encode(self.tokenize(s)) for s in sentences]
+        return self._encode_tokens([self.tokenize(s) for s in sentences])
+
+    def _encode_tokens(self, token_lists: Sequence[Sequence[str]]) -> Tensor:
+        """切好的词 → 补齐的源句编号 (B, S)。"""
+        ids = [self.src_vocab.encode(tokens) for tokens in token_lists]
         return pad_sequences(ids, self.model.config.pad_id)
 
     def decode(self, ids: Tensor) -> list[str]:
@@ -247,14 +256,10 @@ class Translator:
 
         只返回译文，不说它可不可信；要知道句型在不在训练语料里，用 :meth:`translate_checked`。
         """
-        single = isinstance(sentences, str)
-        batch = [sentences] if single else sentences
-        if not isinstance(batch, (list, tuple)) or not all(isinstance(s, str) for s in batch):
-            raise TypeError(
-                f"sentences must be a str or a list of str, got {type(sentences).__name__}"
-            )
-        out = self.decode(self.translate_ids(self.encode(batch), beam_size, max_len))
-        return out[0] if single else out
+        out = self.decode(
+            self.translate_ids(self.encode(_sentence_list(sentences)), beam_size, max_len)
+        )
+        return out[0] if isinstance(sentences, str) else out
 
     def translate_checked(
         self, sentences: str | Sequence[str], beam_size: int = 1, max_len: int | None = None
@@ -272,11 +277,12 @@ class Translator:
             (False, '这句话的句型不在训练语料里，译文不可信')
         """
         single = isinstance(sentences, str)
-        texts = self.translate([sentences] if single else sentences, beam_size, max_len)
-        batch = [sentences] if single else list(sentences)
+        batch = _sentence_list(sentences)
+        token_lists = [self.tokenize(sentence) for sentence in batch]  # 每句只切一次
+        ids = self.translate_ids(self._encode_tokens(token_lists), beam_size, max_len)
         results = []
-        for sentence, text in zip(batch, texts, strict=True):
-            known = bool(self.in_domain(self.tokenize(sentence)))
+        for sentence, tokens, text in zip(batch, token_lists, self.decode(ids), strict=True):
+            known = bool(self.in_domain(tokens))
             results.append(Translation(sentence, text, known, "" if known else OUT_OF_GRAMMAR))
         return results[0] if single else results
 
@@ -332,6 +338,14 @@ class Translator:
             f"Translator(src_vocab={len(self.src_vocab)}, tgt_vocab={len(self.tgt_vocab)}, "
             f"d_model={c.d_model}, layers={c.num_encoder_layers}+{c.num_decoder_layers})"
         )
+
+
+def _sentence_list(sentences) -> list[str]:
+    """一句（``str``）或多句（列表、元组）→ 句子列表；别的类型报 ``TypeError``。"""
+    batch = [sentences] if isinstance(sentences, str) else sentences
+    if not isinstance(batch, (list, tuple)) or not all(isinstance(s, str) for s in batch):
+        raise TypeError(f"sentences must be a str or a list of str, got {type(sentences).__name__}")
+    return list(batch)
 
 
 def translator_config(
