@@ -284,6 +284,11 @@ class MultiHeadAttention(nn.Module):
         """
         cached = cache.get(self) if static_kv else None
         if cached is not None:
+            if cached[0].shape[0] != query.shape[0]:  # 与 KVCache.append 的检查相同
+                raise ValueError(
+                    f"the cache holds batch size {cached[0].shape[0]} but got batch size "
+                    f"{query.shape[0]}; use cache.reorder(indices) to change the batch"
+                )
             (q,) = self._project_heads(query, self.q_proj)  # (B, H, T, D)
             return (q, *cached)  # K、V: (B, H, S, D)
         q, k, v = self._project(query, key, value)

@@ -75,8 +75,8 @@ class PositionWiseFFN(nn.Module):
         linear1: C -> d_ff；linear2: d_ff -> C（与 torch 的层同名，便于拷贝权重）。
 
     形状:
-        - 输入: (B, T, C)
-        - 输出: (B, T, C)
+        - 输入: (..., C)：每个位置独立计算，前面的维数不限，如 (B, T, C) 或 (T, C)
+        - 输出: 与输入相同
 
     例子::
 
@@ -100,7 +100,7 @@ class PositionWiseFFN(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model)  # W_2, b_2
 
     def forward(self, x: Tensor) -> Tensor:
-        check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+        check_tensor("x", x, "(..., C)", d_model=self.d_model)
         check_floating("x", x, self.linear1.weight)
-        h = self.activation(self.linear1(x))  # (B, T, C) -> (B, T, d_ff)
-        return self.linear2(self.dropout(h))  # (B, T, d_ff) -> (B, T, C)
+        h = self.activation(self.linear1(x))  # (..., C) -> (..., d_ff)
+        return self.linear2(self.dropout(h))  # (..., d_ff) -> (..., C)

@@ -70,7 +70,8 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         check_tensor("x", x, "(..., C)", d_model=self.d_model)
-        check_floating("x", x)
+        # float16/bfloat16 的输入在 float32 里算（下面）；其余 dtype 须与 γ、β 相同
+        check_floating("x", x, None if x.dtype in _LOW_PRECISION else self.weight)
         if x.dtype in _LOW_PRECISION:  # 统计量在 float32 里算，结果再转回原来的 dtype
             weight = None if self.weight is None else self.weight.float()
             bias = None if self.bias is None else self.bias.float()

@@ -358,6 +358,7 @@ def pad_sequences(sequences: Sequence[Sequence[int]], pad_id: int) -> Tensor:
         tensor([[5, 6, 7],
                 [8, 0, 0]])
     """
+    sequences = [list(s) for s in sequences]  # 生成器也只读一遍
     if not sequences:
         raise ValueError("sequences must not be empty")
     width = max(len(s) for s in sequences)

@@ -34,6 +34,7 @@ from tinyformer import (
     GPT,
     EncoderLayer,
     GPTConfig,
+    KVCache,
     LayerNorm,
     MultiHeadAttention,
     PositionalEncoding,
@@ -94,7 +95,17 @@ def _save_under_a_file(tmp):
 
 
 LONG = "好" * 40_000  # 4 万个字符：消息里只引用开头
+
+
 # (编号, 调用(tmp_path), 异常类型, 消息正则)
+def _cross_attention_twice(batch_sizes):
+    """交叉注意力（static_kv）用同一个缓存走两次，两次的批量大小不同。"""
+    mha, cache = MultiHeadAttention(C, 4), KVCache()
+    for n in batch_sizes:
+        memory = torch.randn(n, 5, C)
+        mha(torch.randn(n, 1, C), memory, memory, cache=cache, static_kv=True)
+
+
 API = [
     # nan / inf：在没有意义的地方一律拒绝
     ("layernorm-eps-inf", lambda t: LayerNorm(C, eps=math.inf), ValueError,
@@ -328,6 +339,11 @@ API = [
      TGT_VOCAB, tokenizer="jieba"), TypeError, r"^tokenizer must be callable, got str$"),
     ("recording-weights-not-a-layer", lambda t: recording_weights(MultiHeadAttention(C, 4)).__enter__(),
      TypeError, r"^layers must be EncoderLayer or DecoderLayer, got MultiHeadAttention$"),
+    # issue 33 的外部 fuzz 找到的：结束在 torch 内部的两处
+    ("layernorm-float64-in-float32", lambda t: LayerNorm(C)(torch.randn(2, C, dtype=torch.float64)),
+     TypeError, r"^x has dtype=torch.float64 but the module's weights have dtype=torch.float32; "),
+    ("cache-cross-attention-other-batch", lambda t: _cross_attention_twice(batch_sizes=(2, 3)),
+     ValueError, r"^the cache holds batch size 2 but got batch size 3; use cache.reorder"),
     # 第二次 fuzz run（issue 26）找到的：torch 内部的 RuntimeError、Python 的 "not iterable"
     ("layernorm-d-model-2**62", lambda t: LayerNorm(2**62), RuntimeError,
      r"^Storage size calculation overflowed with sizes=\[4611686018427387904\]"),

@@ -50,6 +50,15 @@ def test_ffn_works_position_by_position():
         torch.testing.assert_close(ffn(x[:, t : t + 1]), out[:, t : t + 1])
 
 
+def test_ffn_takes_any_leading_dimensions():
+    """逐位置：(T, C) 与 (B, T, C) 一样收，结果就是逐行计算。"""
+    torch.manual_seed(0)
+    ffn = PositionWiseFFN(C, D_FF)
+    x = torch.randn(T, C)
+    torch.testing.assert_close(ffn(x), ffn(x[None])[0])
+    torch.testing.assert_close(ffn(x[0]), ffn(x)[0])
+
+
 def test_ffn_dropout_only_in_training():
     torch.manual_seed(0)
     ffn = PositionWiseFFN(C, D_FF, dropout=0.5)

@@ -9,6 +9,8 @@ import torch
 
 from tinyformer.decoding import greedy_decode
 from tinyformer.model import Transformer
+from tinyformer.text import Vocab
+from tinyformer.translation.export import export_translator
 from tinyformer.translation.inspect_export import (
     DecoderInspection,
     EncoderInspection,
@@ -18,9 +20,9 @@ from tinyformer.translation.inspect_export import (
     inspect,
 )
 from tinyformer.translation.pretrained import load_translator
-from tinyformer.translation.translator import Translator
+from tinyformer.translation.translator import Translator, new_translator
 
-from ..kit import tiny_translator
+from ..kit import TINY_SRC_VOCAB, tiny_translator
 
 SENTENCES = [
     "我明天在学校看小说。",
@@ -91,14 +93,29 @@ def test_reference_stages_mean_what_their_names_say(translator):
 
 
 def test_onnx_graphs_equal_the_package(translator, tmp_path):
+    _assert_onnx_equals_package(translator, export_inspector(translator, tmp_path), SENTENCES)
+
+
+def test_heads_as_many_as_the_head_size_and_a_vocabulary_without_i(tmp_path):
+    """C = 16、4 个头（H == D == 4，测试工具自己的尺寸），目标词表里没有 “i”：两份导出都能做，且与包相同。"""
+    pytest.importorskip("onnx")
+    no_i = Vocab([["we", "go", "to", "beijing", "."]])
+    small = new_translator(
+        TINY_SRC_VOCAB, no_i, seed=0, d_model=16, num_heads=4, num_layers=1, d_ff=32
+    )
+    export_translator(small, tmp_path / "translator")
+    paths = export_inspector(small, tmp_path / "inspector")
+    _assert_onnx_equals_package(small, paths, ["我明天去北京。", "他喝绿茶吗？"])
+
+
+def _assert_onnx_equals_package(translator, paths, sentences):
     ort = pytest.importorskip("onnxruntime")
-    paths = export_inspector(translator, tmp_path)
     settings = json.loads(paths["inspector.json"].read_text(encoding="utf-8"))
     encoder = ort.InferenceSession(str(paths["inspect_encoder.onnx"]))
     decoder = ort.InferenceSession(str(paths["inspect_decoder.onnx"]))
     assert [o.name for o in encoder.get_outputs()] == settings["encoder_outputs"]
     assert [o.name for o in decoder.get_outputs()] == settings["decoder_outputs"]
-    for sentence in SENTENCES:
+    for sentence in sentences:
         reference = inspect(translator, sentence)
         src = reference["src_ids"][None].numpy()
         tgt = reference["tgt_ids"][None].numpy()

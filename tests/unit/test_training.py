@@ -190,3 +190,7 @@ def test_train_errors():
         train(tiny_model(), [], max_steps=1)
     with pytest.raises(ValueError, match="sequences must not be empty"):
         pad_sequences([], 0)
+    # 生成器只能读一遍：结果与列表相同，不是空张量
+    torch.testing.assert_close(
+        pad_sequences((s for s in [[5, 6], [7]]), 0), torch.tensor([[5, 6], [7, 0]])
+    )

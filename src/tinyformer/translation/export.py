@@ -133,10 +133,25 @@ def _export(
             file,
             input_names=list(inputs),
             output_names=list(outputs),
-            dynamic_axes={name: dict(enumerate(dims)) for name, dims in axes.items()},
+            # None 的维是固定的（如头数），其余的维有名字，是可变长的
+            dynamic_axes={
+                name: {i: dim for i, dim in enumerate(dims) if dim is not None}
+                for name, dims in axes.items()
+            },
             opset_version=opset_version,
             dynamo=False,
         )
+
+
+def example_inputs(translator: Translator, S: int, T: int) -> tuple[Tensor, Tensor]:
+    """导出用的示例输入：S 个 ``<unk>`` 的源句、``<bos>`` 加 T - 1 个 ``<unk>`` 的目标前缀。
+
+    只用每张词表都有的特殊词元（不假定词表里有“我”或“i”）；形状 (1, S)、(1, T)。
+    """
+    unk_src, unk_tgt = translator.src_vocab.unk_id, translator.tgt_vocab.unk_id
+    src = torch.full((1, S), unk_src)  # (1, S)
+    tgt = torch.tensor([[translator.tgt_vocab.bos_id] + [unk_tgt] * (T - 1)])  # (1, T)
+    return src, tgt
 
 
 @torch.no_grad()
@@ -164,8 +179,7 @@ def export_translator(
     src_vocab, tgt_vocab = translator.src_vocab, translator.tgt_vocab
 
     # 示例输入只决定图的结构；B、S、T 标成可变长，浏览器里可以送任意长度的句子
-    src = torch.tensor([src_vocab.encode(["我", "明天", "去", "北京", "。"])])  # (1, S)
-    tgt = torch.tensor([[tgt_vocab.bos_id, tgt_vocab.stoi["i"]]])  # (1, T)
+    src, tgt = example_inputs(translator, S=5, T=2)  # (1, S), (1, T)
     memory = model.encode(src)  # (1, S, C)
     paths = {name: directory / name for name in FILES}
     _export(

@@ -414,7 +414,7 @@ def export_inspector(
         每个文件原子地写。``inspector.json`` 里有词表、特殊词元、模型尺寸、两张图的输出名和
         :mod:`tinyformer.translation.export` 的拼句规则（同一份 ``translator.json`` 的内容）。
     """
-    from .export import _export  # 与网页翻译器同一个 torch.onnx.export 调用（追踪导出器）
+    from .export import _export, example_inputs  # 与网页翻译器同一个导出调用（追踪导出器）
 
     check_instance("translator", translator, Translator)
     check_positive_int("opset_version", opset_version)
@@ -422,24 +422,23 @@ def export_inspector(
     directory.mkdir(parents=True, exist_ok=True)
     model = translator.model.eval()
     _check_post_ln(model)
-    src_vocab, tgt_vocab = translator.src_vocab, translator.tgt_vocab
-    src = torch.tensor([src_vocab.encode(["我", "明天", "去", "北京", "。"])])  # (1, S)
-    tgt = torch.tensor([[tgt_vocab.bos_id, tgt_vocab.stoi["i"]]])  # (1, T)
+    # 可变长的维只有批量 B、长度 S、T：示例的 S、T 取与固定维（H、D、C、d_ff、V）都不同的数，
+    # 于是输出里大小是 S 或 T 的维就是它们（H 与 D 可以相等，例如 C=16、4 个头）
+    c = model.config
+    fixed = {c.num_heads, c.d_model // c.num_heads, c.d_model, c.d_ff, c.tgt_vocab_size}
+    S, T = [n for n in range(2, len(fixed) + 4) if n not in fixed][:2]
+    src, tgt = example_inputs(translator, S, T)  # (1, S), (1, T)
     memory = model.encode(src)
     encoder_names = encoder_stage_names(len(model.encoder_layers))
     decoder_names = decoder_stage_names(len(model.decoder_layers))
 
-    # 每个输出的每一维都给个名字，所以都是可变长的（ONNX 里写成符号维）：批量 B（位置编码表是 P = 1），
-    # 长度 S、T，以及固定的 H、D、C、F（d_ff）、V；按示例输入里各维的大小认出它们（这几个数互不相同）
-    c = model.config
-    sizes = {c.num_heads: "H", c.d_model // c.num_heads: "D", c.d_model: "C", c.d_ff: "F"}
-    sizes.update({c.tgt_vocab_size: "V", src.shape[1]: "S", tgt.shape[1]: "T"})
-    assert len(sizes) == 7, sizes  # 示例输入选得让各维大小不同
+    # 每个输出的第 0 维是批量 B（位置编码表是 P = 1），其余大小为 S、T 的维可变长，别的维固定（None）
+    lengths = {S: "S", T: "T"}
 
     def axes(graph, args, names):
         outputs = graph(*args)
         return {
-            n: ("P" if n.endswith("positional") else "B", *(sizes[d] for d in o.shape[1:]))
+            n: ("P" if n.endswith("positional") else "B", *(lengths.get(d) for d in o.shape[1:]))
             for n, o in zip(names, outputs, strict=True)
         }
 
