@@ -90,6 +90,7 @@ PACKAGE_PATH = re.compile(r"(?<![\w/.-])(?:fonts|weights)/[\w./-]*\w")
 RUNTIME_PATHS = {
     "_build/": "the book's build output, made by jupyter-book",
     "_static/": "the built site's static folder (_build/html/_static/), filled by Sphinx",
+    "_vendor/": "the page scripts tools/web_assets.py fetches at build time (absent in a fresh clone)",
     "runs/": "where the command line writes checkpoints the reader trains",
 }
 
