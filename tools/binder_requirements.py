@@ -40,6 +40,7 @@ BUILD_AND_TEST = {
     "nbval",
     "pytest",
     "ruff",
+    "import-linter",
     "playwright",
     "pypdf",
     "nbstripout",

@@ -4,75 +4,61 @@
 - 翻译应用（``src/tinyformer/translation/``）不导入 ``tinyformer.book``；
 - ``import tinyformer`` 只加载核心：不加载另外两层，也不加载只有它们才用的重依赖（matplotlib、Altair、ipywidgets、sacreBLEU、onnx；tqdm 不算：torch 自己就导入它）。
 
-静态检查读每个源文件的 AST（包括函数里的延迟导入），运行时检查在一个新的子进程里看 ``sys.modules``。
+静态的一半是 import-linter 的契约（``pyproject.toml`` 的 ``[tool.importlinter]``，连间接导入、函数里的
+延迟导入也查）；运行时的一半在一个新的子进程里看 ``sys.modules``。
 """
 
-import ast
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-SRC = Path(__file__).resolve().parents[2] / "src" / "tinyformer"
-CORE = sorted(SRC.glob("*.py"))
-TRANSLATION = sorted((SRC / "translation").rglob("*.py"))
-BOOK = sorted((SRC / "book").rglob("*.py"))
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "tinyformer"
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
-def imported_modules(path: Path) -> set[str]:
-    """``path`` 导入的模块的绝对名（相对导入按它所在的包解析）。"""
-    package = ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1])
-    if path.name == "__init__.py":
-        package = ".".join(path.relative_to(SRC.parent).parts[:-1])
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                module = ".".join([*base, node.module] if node.module else base)
-            else:
-                module = node.module
-            names.add(module)
-            names.update(f"{module}.{alias.name}" for alias in node.names)
-    return names
-
-
-def forbidden(path: Path, layers: tuple[str, ...]) -> list[str]:
-    return sorted(
-        name
-        for name in imported_modules(path)
-        if any(name == layer or name.startswith(layer + ".") for layer in layers)
+def lint_imports(package_parent: Path) -> subprocess.CompletedProcess:
+    """对 ``package_parent`` 下的 tinyformer 运行 pyproject.toml 里的契约。"""
+    env = {**os.environ, "PYTHONPATH": str(package_parent)}
+    return subprocess.run(
+        [LINT_IMPORTS, "--config", ROOT / "pyproject.toml", "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=package_parent,
+        env=env,
     )
 
 
 def test_the_three_layers_exist():
-    assert len(CORE) >= 15 and len(TRANSLATION) >= 8 and len(BOOK) >= 8
+    assert len(list(SRC.glob("*.py"))) >= 15
+    assert len(list((SRC / "translation").rglob("*.py"))) >= 8
+    assert len(list((SRC / "book").rglob("*.py"))) >= 8
     assert (SRC / "translation" / "weights").is_dir() and (SRC / "book" / "fonts").is_dir()
 
 
-@pytest.mark.parametrize("path", CORE, ids=lambda p: p.name)
-def test_the_model_core_imports_neither_the_application_nor_the_book(path):
-    assert forbidden(path, ("tinyformer.translation", "tinyformer.book")) == []
+def test_the_import_contract_is_kept():
+    result = lint_imports(SRC.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 1 kept, 0 broken." in result.stdout
 
 
-@pytest.mark.parametrize("path", TRANSLATION, ids=lambda p: p.name)
-def test_the_translation_application_does_not_import_the_book(path):
-    assert forbidden(path, ("tinyformer.book",)) == []
-
-
-def test_the_check_sees_a_forbidden_relative_import(tmp_path, monkeypatch):
-    fake = SRC / "layers.py"
-    source = fake.read_text(encoding="utf-8") + "\nfrom .book.plotting import plot_heatmap\n"
-    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: source)
-    assert forbidden(fake, ("tinyformer.book",)) == [
-        "tinyformer.book.plotting",
-        "tinyformer.book.plotting.plot_heatmap",
-    ]
+def test_the_contract_sees_a_forbidden_lazy_import_and_an_unlisted_module(tmp_path):
+    shutil.copytree(SRC, tmp_path / "tinyformer", ignore=shutil.ignore_patterns("weights", "fonts"))
+    layers = tmp_path / "tinyformer" / "layers.py"
+    layers.write_text(
+        layers.read_text(encoding="utf-8")
+        + "\n\ndef _plot():\n    from .book.plotting import plot_heatmap\n",
+        encoding="utf-8",
+    )
+    result = lint_imports(tmp_path)
+    assert result.returncode != 0 and "tinyformer.layers -> tinyformer.book" in result.stdout
+    layers.write_text(layers.read_text(encoding="utf-8").rsplit("\n\ndef _plot", 1)[0])
+    (tmp_path / "tinyformer" / "newcomer.py").write_text("x = 1\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode != 0 and "tinyformer.newcomer" in result.stdout
 
 
 def test_import_tinyformer_loads_only_the_model():
@@ -98,9 +84,9 @@ def test_import_tinyformer_loads_only_the_model():
 def test_console_scripts_and_python_m_run_the_same_commands():
     import tomllib
 
-    scripts = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))[
-        "project"
-    ]["scripts"]
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "scripts"
+    ]
     assert scripts == {
         "tinyformer-train": "tinyformer.translation.cli:train_command",
         "tinyformer-translate": "tinyformer.translation.cli:translate_command",
