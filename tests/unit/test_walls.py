@@ -1,7 +1,8 @@
-"""包的三层在文件树里看得见，依赖只朝一个方向：book → translation → 模型核心。
+"""包的三层在文件树里看得见，依赖只朝一个方向：book → 两个应用（translation、poetry）→ 模型核心。
 
-- 模型核心（``src/tinyformer/*.py``）不导入 ``tinyformer.translation`` 与 ``tinyformer.book``；
+- 模型核心（``src/tinyformer/*.py``）不导入 ``tinyformer.translation``、``tinyformer.poetry`` 与 ``tinyformer.book``；
 - 翻译应用（``src/tinyformer/translation/``）不导入 ``tinyformer.book``；
+- 写诗应用（``src/tinyformer/poetry/``）不导入 ``tinyformer.translation`` 与 ``tinyformer.book``：两个应用互不依赖；
 - ``import tinyformer`` 只加载核心：不加载另外两层，也不加载只有它们才用的重依赖（matplotlib、Altair、ipywidgets、sacreBLEU、onnx；tqdm 不算：torch 自己就导入它）。
 
 静态检查读每个源文件的 AST（包括函数里的延迟导入），运行时检查在一个新的子进程里看 ``sys.modules``。
@@ -19,6 +20,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "tinyformer"
 CORE = sorted(SRC.glob("*.py"))
 TRANSLATION = sorted((SRC / "translation").rglob("*.py"))
 BOOK = sorted((SRC / "book").rglob("*.py"))
+POETRY = sorted((SRC / "poetry").rglob("*.py"))
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -57,12 +59,31 @@ def test_the_three_layers_exist():
 
 @pytest.mark.parametrize("path", CORE, ids=lambda p: p.name)
 def test_the_model_core_imports_neither_the_application_nor_the_book(path):
-    assert forbidden(path, ("tinyformer.translation", "tinyformer.book")) == []
+    assert forbidden(path, ("tinyformer.translation", "tinyformer.poetry", "tinyformer.book")) == []
 
 
 @pytest.mark.parametrize("path", TRANSLATION, ids=lambda p: p.name)
 def test_the_translation_application_does_not_import_the_book(path):
     assert forbidden(path, ("tinyformer.book",)) == []
+
+
+@pytest.mark.parametrize("path", POETRY, ids=lambda p: p.name)
+def test_the_poetry_application_imports_neither_the_translation_application_nor_the_book(path):
+    assert forbidden(path, ("tinyformer.translation", "tinyformer.book")) == []
+
+
+def test_importing_the_poetry_application_loads_neither_translation_nor_book():
+    code = (
+        "import json, sys; import tinyformer.poetry.cli; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('tinyformer'))))"
+    )
+    loaded = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    assert "tinyformer.poetry.cli" in loaded
+    assert not any(m.startswith(("tinyformer.translation", "tinyformer.book")) for m in loaded)
 
 
 def test_the_check_sees_a_forbidden_relative_import(tmp_path, monkeypatch):
@@ -104,6 +125,7 @@ def test_console_scripts_and_python_m_run_the_same_commands():
     assert scripts == {
         "tinyformer-train": "tinyformer.translation.cli:train_command",
         "tinyformer-translate": "tinyformer.translation.cli:translate_command",
+        "tinyformer-poetry": "tinyformer.poetry.cli:console",
     }
     bin_dir = Path(sys.executable).parent
     for script, command in (("tinyformer-train", "train"), ("tinyformer-translate", "translate")):
