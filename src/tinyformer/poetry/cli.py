@@ -188,6 +188,10 @@ def _train(args) -> int:
         model, vocab, train_poems, valid_poems, steps=args.steps, seed=args.seed,
         batch_size=args.batch_size, lr=args.lr, progress=say,
     )  # fmt: skip
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
     if rank != 0:
         return 0
     metrics = {

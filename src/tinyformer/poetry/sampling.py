@@ -94,7 +94,7 @@ def write(
     """从 ``<bos> prefix`` 接着写一首诗，直到 ``<eos>`` 或写满 ``model.config.max_len``。
 
     ``prefix`` 的字与 ``acrostic`` 的字都须在字表里（否则 ``ValueError`` 说出是哪些字）。
-    有 ``acrostic`` 时 ``prefix`` 须为空。``show`` 是每步记下的候选个数。
+    有 ``acrostic`` 时 ``prefix`` 须为空。``show`` 是每步记下的候选个数。会把 ``model`` 设为 eval 模式。
     """
     unknown = sorted({ch for ch in prefix + (acrostic or "") if ch not in vocab})
     if unknown:
