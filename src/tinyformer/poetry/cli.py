@@ -31,8 +31,9 @@ from .sampling import CLAUSE_ENDS, write
 from .training import evaluate, make_model, setup_distributed, train
 
 EXIT_USAGE, EXIT_BAD_MODEL = 2, 3
-# generate 与 evaluate 的默认采样设置（evaluate 的 format_valid 就是在这些设置下量的）
-TEMPERATURE, TOP_K, TOP_P = 0.8, None, 0.9
+# generate 与 evaluate 的默认采样设置（evaluate 的 format_valid 就是在这些设置下量的）。随包的权重在 τ = 0.8
+# 时 100 首里形状合格的是 95 %（种子 0）和 99 %（种子 1），τ = 0.7 时 100 %：默认取 0.7，留出余量
+TEMPERATURE, TOP_K, TOP_P = 0.7, None, 0.9
 SAMPLES = 100  # evaluate 默认写多少首
 
 
