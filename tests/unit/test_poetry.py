@@ -274,6 +274,23 @@ def test_cli_rejects_bad_input_with_one_chinese_line(tiny_checkpoint, capsys, ar
     assert re.match(message, err), err
 
 
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        ([], r"^错误：缺少参数：command（用 --help 看用法）\n$"),
+        (["generate", "--bogus"], r"^错误：不认识的参数：--bogus（用 --help 看用法）\n$"),
+        (
+            ["train", "--steps", "1", "--out", "x", "--device", "tpu"],
+            r"^错误：参数 --device: 取值不对：'tpu'",
+        ),
+    ],
+)
+def test_cli_usage_errors_are_one_chinese_line(capsys, argv, message):
+    code, out, err = poetry_cli(argv, capsys)
+    assert code == cli.EXIT_USAGE and out == "" and err.count("\n") == 1
+    assert re.match(message, err), err
+
+
 @pytest.mark.parametrize("reason", ["missing", "pickle", "damaged"])
 def test_cli_weights_errors_exit_3_with_the_weights_error(tmp_path, capsys, reason):
     path = tmp_path / "w.safetensors"

@@ -41,8 +41,21 @@ class UsageError(Exception):
     """用法错误：消息是给读者的一行中文。"""
 
 
+# argparse 自己的几句英文换成中文（其余的原样保留）
+ARGPARSE_ZH = {
+    "the following arguments are required: ": "缺少参数：",
+    "unrecognized arguments: ": "不认识的参数：",
+    "invalid choice: ": "取值不对：",
+    "argument ": "参数 ",
+    "expected one argument": "后面要跟一个值",
+    "choose from ": "可选 ",
+}
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse 的错误也只写一行
+        for english, chinese in ARGPARSE_ZH.items():
+            message = message.replace(english, chinese)
         raise UsageError(f"{message}（用 --help 看用法）")
 
 
