@@ -11,7 +11,7 @@
 5. 去重（简体后逐字相同的只留第一首）；
 6. 按诗划分：每首诗按 ``sha256(诗的 UTF-8)`` 的十六进制排序，前 1,000 首是测试集，接着 1,000 首是
    验证集，其余是训练集（同一首诗不会同时出现在两个集合里，划分与读文件的顺序无关）；
-7. 写出 ``train.txt.gz``（gzip，mtime=0，不带文件名）、``valid.txt``、``test.txt``：UTF-8，一行一首诗，
+7. 写出 ``src/tinyformer/poetry/data/train.txt.gz``（gzip，mtime=0，不带文件名）、``valid.txt``、``test.txt``：UTF-8，一行一首诗，
    按上面的哈希顺序；``LICENSE``（原包的许可证原文）和 ``provenance.json``。
 
 同一台机器上重跑得到逐字节相同的文件（没有时间戳；gzip 的输出只取决于 zlib 的版本）。
