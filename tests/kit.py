@@ -116,3 +116,15 @@ def run_cli(command, argv, capsys):
         code = exit_info.code
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+# 写诗模型的小字表：几个字加 ，。（第 9 章，tinyformer.poetry）
+TINY_POEMS = ["春风吹柳绿，花落鸟啼声。", "秋月照山明，夜深春水声。"]
+
+
+def tiny_poet(seed: int = 0, max_len: int = 40):
+    """(极小的 GPT, 它的字表)：字表由 ``TINY_POEMS`` 建（每个字都收），C=16，2 层；``eval()`` 模式。"""
+    from tinyformer.poetry.corpus import Vocab
+
+    vocab = Vocab.build(TINY_POEMS, min_count=1)
+    return tiny_gpt(seed, vocab_size=len(vocab), max_len=max_len), vocab

@@ -1,7 +1,8 @@
-"""包的三层在文件树里看得见，依赖只朝一个方向：book → translation → 模型核心。
+"""包的三层在文件树里看得见，依赖只朝一个方向：book → 两个应用（translation、poetry）→ 模型核心。
 
-- 模型核心（``src/tinyformer/*.py``）不导入 ``tinyformer.translation`` 与 ``tinyformer.book``；
+- 模型核心（``src/tinyformer/*.py``）不导入 ``tinyformer.translation``、``tinyformer.poetry`` 与 ``tinyformer.book``；
 - 翻译应用（``src/tinyformer/translation/``）不导入 ``tinyformer.book``；
+- 写诗应用（``src/tinyformer/poetry/``）不导入 ``tinyformer.translation`` 与 ``tinyformer.book``：两个应用互不依赖；
 - ``import tinyformer`` 只加载核心：不加载另外两层，也不加载只有它们才用的重依赖（matplotlib、Altair、ipywidgets、sacreBLEU、onnx；tqdm 不算：torch 自己就导入它）。
 
 静态的一半是 import-linter 的契约（``pyproject.toml`` 的 ``[tool.importlinter]``，连间接导入、函数里的
@@ -36,6 +37,7 @@ def test_the_three_layers_exist():
     assert len(list(SRC.glob("*.py"))) >= 15
     assert len(list((SRC / "translation").rglob("*.py"))) >= 8
     assert len(list((SRC / "book").rglob("*.py"))) >= 8
+    assert len(list((SRC / "poetry").rglob("*.py"))) >= 6
     assert (SRC / "translation" / "weights").is_dir() and (SRC / "book" / "fonts").is_dir()
 
 
@@ -55,6 +57,14 @@ def test_the_contract_sees_a_forbidden_lazy_import_and_an_unlisted_module(tmp_pa
     )
     result = lint_imports(tmp_path)
     assert result.returncode != 0 and "tinyformer.layers -> tinyformer.book" in result.stdout
+    poetry = tmp_path / "tinyformer" / "poetry" / "corpus.py"
+    poetry.write_text(poetry.read_text(encoding="utf-8") + "\nfrom ..translation import corpus\n")
+    result = lint_imports(tmp_path)
+    assert (
+        result.returncode != 0
+        and "tinyformer.poetry.corpus -> tinyformer.translation" in result.stdout
+    )
+    poetry.write_text(poetry.read_text(encoding="utf-8").rsplit("\nfrom ..translation", 1)[0])
     layers.write_text(layers.read_text(encoding="utf-8").rsplit("\n\ndef _plot", 1)[0])
     (tmp_path / "tinyformer" / "newcomer.py").write_text("x = 1\n")
     result = lint_imports(tmp_path)
@@ -73,9 +83,8 @@ def test_import_tinyformer_loads_only_the_model():
         ).stdout
     )
     assert all(m.startswith("tinyformer") for m in loaded), loaded
-    assert not any(m.startswith(("tinyformer.translation", "tinyformer.book")) for m in loaded), (
-        loaded
-    )
+    applications = ("tinyformer.translation", "tinyformer.poetry", "tinyformer.book")
+    assert not any(m.startswith(applications) for m in loaded), loaded
 
 
 # ---------------------------------------------------------------- 翻译应用的命令行：两种写法是同一个程序
@@ -90,6 +99,7 @@ def test_console_scripts_and_python_m_run_the_same_commands():
     assert scripts == {
         "tinyformer-train": "tinyformer.translation.cli:train_command",
         "tinyformer-translate": "tinyformer.translation.cli:translate_command",
+        "tinyformer-poetry": "tinyformer.poetry.cli:console",
     }
     bin_dir = Path(sys.executable).parent
     for script, command in (("tinyformer-train", "train"), ("tinyformer-translate", "translate")):

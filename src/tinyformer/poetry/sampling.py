@@ -1,0 +1,152 @@
+"""写诗：逐字采样、藏头诗、接着前句写（“只有解码器”一章讲解）。
+
+每一步模型给出下一个字的 logits，:func:`next_distribution` 把它变成采样用的分布：
+
+1. 除以温度 τ（τ < 1 让分布更尖、更保守，τ > 1 更平、更大胆）；
+2. top-k：只留概率最大的 k 个字；
+3. top-p（nucleus）：按概率从大到小累加，只留累加到 p 为止的最小集合（至少留一个）；
+4. 重新归一化。``greedy=True`` 时不采样，直接取最大的。
+
+:func:`write` 用一个 :class:`~tinyformer.KVCache`：先把 ``<bos>`` 和前句一次送入，之后每步只送入
+上一步的字，前面的 K、V 不再重算（``use_cache=False`` 时每步重算整段，只为核对二者相同）。
+
+**加了哪些约束**（其余都由模型自己决定，所以样本能诚实地评估形状）：
+
+- 永不采 ``<pad>``、``<bos>``、``<unk>``（前两个不是字；``<unk>`` 写不出来）；
+- 藏头诗：第 i 句的第一个字强制为 ``acrostic[i]``（"句"以 ，。 分隔）；写满 ``len(acrostic)`` 句之前
+  不许 ``<eos>``，写满之后强制 ``<eos>``。每句几个字、标点放在哪里不强制。
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from .._checks import check_positive_float, check_positive_int
+from ..cache import KVCache
+from ..gpt import GPT
+from .corpus import Vocab
+
+__all__ = ["Poem", "next_distribution", "write"]
+
+CLAUSE_ENDS = "，。"
+
+
+def next_distribution(
+    logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> Tensor:
+    """logits → 采样用的概率（温度、top-k、top-p 之后重新归一化；被去掉的字概率为 0）。
+
+    形状: logits (V,) 或 (B, V)，输出同形状。
+
+    例子::
+
+        >>> logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
+        >>> next_distribution(logits, top_k=2).tolist()
+        [0.625, 0.375, 0.0, 0.0]
+        >>> [round(p, 4) for p in next_distribution(logits, top_p=0.9).tolist()]  # 0.5+0.3 < 0.9 ≤ +0.15
+        [0.5263, 0.3158, 0.1579, 0.0]
+    """
+    check_positive_float("temperature", temperature)
+    logits = logits / temperature
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+        kth = torch.topk(logits, min(top_k, logits.shape[-1])).values[..., -1:]  # (…, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)  # (…, V)
+    if top_p is not None:
+        if not 0.0 < top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got top_p={top_p!r}")
+        sorted_probs, order = probs.sort(dim=-1, descending=True)  # (…, V)
+        before = sorted_probs.cumsum(dim=-1) - sorted_probs  # 排在它前面的概率之和
+        keep_sorted = before < top_p  # 第一个总是留下（before = 0）
+        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)  # 换回原来的顺序
+        probs = probs * keep
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return probs
+
+
+@dataclass
+class Poem:
+    """一首生成的诗：``text``，以及每一步（``choices[i]`` 对应 ``text[len(prefix) + i]``）
+    采样分布里概率最大的几个字 [(字, 概率), …]；被强制的字那一步是 [(字, 1.0)]。"""
+
+    text: str
+    choices: list[list[tuple[str, float]]] = field(default_factory=list)
+
+
+@torch.no_grad()
+def write(
+    model: GPT,
+    vocab: Vocab,
+    prefix: str = "",
+    acrostic: str | None = None,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    greedy: bool = False,
+    generator: torch.Generator | None = None,
+    show: int = 5,
+    use_cache: bool = True,
+) -> Poem:
+    """从 ``<bos> prefix`` 接着写一首诗，直到 ``<eos>`` 或写满 ``model.config.max_len``。
+
+    ``prefix`` 的字与 ``acrostic`` 的字都须在字表里（否则 ``ValueError`` 说出是哪些字）。
+    有 ``acrostic`` 时 ``prefix`` 须为空。``show`` 是每步记下的候选个数。会把 ``model`` 设为 eval 模式。
+    """
+    unknown = sorted({ch for ch in prefix + (acrostic or "") if ch not in vocab})
+    if unknown:
+        raise ValueError(f"characters not in the vocabulary: {''.join(unknown)!r}")
+    if acrostic is not None and prefix:
+        raise ValueError(
+            f"give prefix or acrostic, not both: prefix={prefix!r}, acrostic={acrostic!r}"
+        )
+    model.eval()
+    device = next(model.parameters()).device
+    ids = vocab.encode(prefix, bos=True)
+    banned = torch.tensor([vocab.pad_id, vocab.bos_id, vocab.unk_id], device=device)
+    ends = {vocab.stoi[ch] for ch in CLAUSE_ENDS if ch in vocab.stoi}
+    cache = KVCache() if use_cache else None
+    logits = model(torch.tensor([ids], device=device), cache=cache)[0, -1]  # (V,)
+    poem = Poem(text=prefix)
+    clauses = 0  # 已写完的句数
+    while len(ids) < model.config.max_len:
+        forced = None
+        if acrostic is not None:
+            if clauses == len(acrostic) and ids[-1] in ends:
+                forced = vocab.eos_id
+            elif clauses < len(acrostic) and (ids[-1] == vocab.bos_id or ids[-1] in ends):
+                forced = vocab.stoi[acrostic[clauses]]
+        if forced is not None:
+            next_id, choices = forced, [(vocab.itos[forced], 1.0)]
+        else:
+            logits = logits.index_fill(0, banned, float("-inf"))
+            if acrostic is not None:  # 藏头诗写满之前不许结束
+                logits[vocab.eos_id] = float("-inf")
+            if greedy:
+                probs = torch.softmax(logits, dim=-1)  # (V,)
+                next_id = int(probs.argmax())
+            else:
+                probs = next_distribution(logits, temperature, top_k, top_p)  # (V,)
+                # 生成器在 CPU 上，所以在 CPU 上抽
+                next_id = int(torch.multinomial(probs.cpu(), 1, generator=generator))
+            top = torch.topk(probs, show)
+            choices = [
+                (vocab.itos[i], round(p, 4))
+                for p, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)
+            ]
+        if next_id == vocab.eos_id:
+            break
+        ids.append(next_id)
+        poem.text += vocab.itos[next_id]
+        poem.choices.append(choices)
+        clauses += next_id in ends
+        if len(ids) == model.config.max_len:
+            break
+        if use_cache:
+            logits = model(torch.tensor([[next_id]], device=device), cache=cache)[0, -1]  # 只送新字
+        else:
+            logits = model(torch.tensor([ids], device=device))[0, -1]  # 整段重算：(V,)
+    return poem
