@@ -780,6 +780,9 @@ def classify(error: BaseException):
         return "clear", message[:140]  # names the file and its reason (missing, pickle, damaged, …)
     if isinstance(error, FileNotFoundError) and error.filename is not None:
         return "clear", message[:140]  # names the missing file
+    if re.search(r"can't allocate memory: you tried to allocate \d+ bytes|Storage size calculation "
+                 r"overflowed with sizes=", message):  # fmt: skip
+        return "clear", message[:140]  # torch itself names the bytes or sizes asked for
     if isinstance(error, (ValueError, TypeError)) and not TORCH_INTERNAL.search(message):
         # our checks ("must … got …") and Python's own signature errors name the argument
         if re.search(
@@ -808,7 +811,7 @@ def run_case(thunk, check):
     except MemoryError:
         return "crash", "MemoryError"
     except Exception as err:  # noqa: BLE001
-        if "can't allocate memory" in str(err):
+        if "can't allocate memory" in str(err) and "you tried to allocate" not in str(err):
             return "crash", "allocator ran out of memory"
         return classify(err)
     finally:

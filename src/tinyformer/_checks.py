@@ -298,13 +298,13 @@ def check_key_padding_mask(name: str, mask, batch: int, S: int) -> None:
             f"{name} must have shape (B, S) = ({batch}, {S}) (True = padding, ignored), "
             f"got shape {tuple(mask.shape)}; pass padding_mask(ids, pad_id), i.e. ids == pad_id"
         )
-    hidden = mask.all(dim=-1)  # (B,)：这一句的键全被遮住
-    if hidden.any():
+    hidden = mask.all(dim=-1) if S > 0 else None  # (B,)：这一句的键全被遮住（S = 0 时没有键可遮）
+    if hidden is not None and hidden.any():
         rows = hidden.nonzero().flatten().tolist()
         raise ValueError(
-            f"{name} marks every key of sentence(s) {shorten(rows)} as padding (True = padding, "
-            "ignored, as in torch), so they have nothing to attend to; did you pass ids != pad_id "
-            "(the real tokens) instead of ids == pad_id?"
+            f"{name} must leave at least one key of each sentence unmasked (True = padding, "
+            f"ignored, as in torch), got every key of sentence(s) {shorten(rows)} masked; "
+            "did you pass ids != pad_id (the real tokens) instead of ids == pad_id?"
         )
 
 

@@ -131,7 +131,9 @@ def test_model_defaults_are_torch_style_padding_masks():
 def test_an_inverted_padding_mask_is_an_error_not_a_silent_answer():
     """torch 以前的读者不会写反；写反的（ids != pad_id）在没有填充的句子上遮住全部键：报错。"""
     model = tiny_transformer(src_vocab_size=20, tgt_vocab_size=20, max_len=8).eval()
-    with pytest.raises(ValueError, match=r"every key of sentence\(s\) \[0\].*ids != pad_id"):
+    with pytest.raises(
+        ValueError, match=r"got every key of sentence\(s\) \[0\] masked.*ids != pad_id"
+    ):
         model.encode(SRC, src_key_padding_mask=SRC != PAD)
 
 
