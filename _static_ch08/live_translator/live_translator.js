@@ -9,7 +9,8 @@
  *      核对它在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（tinyformer.translation.corpus.corpus_tokenizer）逐句相同。
  *      词表里没有的字连成一段，当作一个不认识的词，报错的措辞与命令行 python -m tinyformer.translation translate 相同。
  *   2. 贪心解码：编码一次，然后每步把整段前缀送进 decoder.onnx，取最后一个位置 logits 的最大者，
- *      直到 <eos> 或 max_len 个词元（与 tinyformer.greedy_decode 相同）。
+ *      直到 <eos> 或 max_len 个词元（与 tinyformer.greedy_decode 相同）。解码循环 greedyDecode、beamSearch
+ *      与模型无关（每步调用调用者给的 step(prefixes)），本页、各章的检查器（inspector.js）和别的页面共用这一份。
  *   3. 画交叉注意力：最后一步输出的 (1, T, S) 就是整句的注意力图；样子与 Jupyter 里的控件
  *      （tinyformer.book.widgets.show_translation，matplotlib）相同：viridis 色图、0–1 的色条、同样的标题和轴标签。
  * 在 node 里（测试）只导出几个纯函数，不碰 DOM 和 onnxruntime。
@@ -120,8 +121,137 @@
     const key = tokens.map((t) => String.fromCharCode(grammar.offset + stoi.get(t))).join("");
     return grammar.set.has(key);
   }
+  /** 编号 → 译文，与 Translator.decode 相同：跳过 <pad>/<bos>，在 <eos> 处截断，再按 detokenize 拼句。 */
+  function decodeIds(ids, settings) {
+    const kept = [];
+    for (const i of ids) {
+      const tok = settings.tgt_itos[i];
+      if (tok === "<eos>") break;
+      if (tok !== "<pad>" && tok !== "<bos>") kept.push(tok);
+    }
+    return detokenize(kept, settings);
+  }
+
+  // ---- 解码（与 tinyformer.decoding 逐步相同；与模型无关）----
+  //
+  // 调用者给出 step(prefixes)：prefixes 是 N 个前缀（编号数组，以 <bos> 开头），它运行模型，返回
+  // Promise<{logits, ...}>，logits[n] 是第 n 个前缀下一个词元的 logits（长 V 的一行，数组或 Float32Array）；
+  // 别的字段（注意力、中间结果……）原样记在每一步的 output 里，留给调用者。
+
+  /** 最大者的下标；相同时取最前面的一个（同 torch.argmax）。 */
+  function argmax(row) {
+    let best = 0;
+    for (let v = 1; v < row.length; v += 1) if (row[v] > row[best]) best = v;
+    return best;
+  }
+
+  /** log_softmax 一行（float64）。 */
+  function logSoftmax(row) {
+    let max = -Infinity;
+    for (const x of row) if (x > max) max = x;
+    let sum = 0;
+    for (const x of row) sum += Math.exp(x - max);
+    const total = Math.log(sum);
+    return Array.from(row, (x) => x - max - total);
+  }
+
+  /** GNMT 的长度惩罚 ((5 + length) / 6)^alpha，同 tinyformer.decoding.length_penalty。 */
+  const lengthPenalty = (length, alpha) => ((5 + length) / 6) ** alpha;
+
+  function checkDecodeOptions({ step, bos, eos, maxLen }) {
+    if (typeof step !== "function") throw new TypeError(`step must be a function, got ${typeof step}`);
+    for (const [name, value] of [["bos", bos], ["eos", eos]]) {
+      if (!Number.isInteger(value) || value < 0) throw new RangeError(`${name} must be a token id, got ${name}=${value}`);
+    }
+    if (!Number.isInteger(maxLen) || maxLen < 1) throw new RangeError(`maxLen must be a positive integer, got maxLen=${maxLen}`);
+  }
+
+  /**
+   * 贪心解码一句，与 tinyformer.greedy_decode（B = 1）相同：每步把整段前缀交给 step，取 logits 的最大者，
+   * 直到生成 eos 或 maxLen 个词元。
+   * 返回 Promise<{ids（以 bos 开头；生成了 eos 时以 eos 结尾）, steps: [{prefix, logits, next, output}]}>：
+   * 第 t 步的前缀、它下一个词元的 logits、选中的词元和 step 返回的整个对象。
+   */
+  async function greedyDecode({ step, bos, eos, maxLen = 32 }) {
+    checkDecodeOptions({ step, bos, eos, maxLen });
+    const ids = [bos];
+    const steps = [];
+    for (let t = 0; t < maxLen; t += 1) {
+      const prefix = ids.slice();
+      const output = await step([prefix]);
+      const logits = output.logits[0];
+      const next = argmax(logits);
+      steps.push({ prefix, logits, next, output });
+      ids.push(next);
+      if (next === eos) break;
+    }
+    return { ids, steps };
+  }
+
+  /**
+   * 束搜索一句，与 tinyformer.decoding.beam_search（B = 1）一步一步相同：每步 K 个前缀一起交给 step，
+   * 在 K × V 个候选中按对数概率选最好的 K 个（相同时取编号小的，同 torch.topk）；生成了 eos 的前缀只能
+   * 补 pad，对数概率不变；全都结束或到达 maxLen 时停止，按 logProb / lengthPenalty(length, alpha) 选最佳。
+   * beamSize = 1 时选出的词元与 greedyDecode 相同。
+   * 返回 Promise<{steps: [[{ids, logProb, length, finished, score}]]（每一步扩展之后的 K 个假设）,
+   * best（最后一步得分最高的假设）}>。
+   */
+  async function beamSearch({ step, bos, eos, pad, maxLen = 32, beamSize = 4, alpha = 0.6 }) {
+    checkDecodeOptions({ step, bos, eos, maxLen });
+    const K = beamSize;
+    if (!Number.isInteger(K) || K < 1) throw new RangeError(`beamSize must be a positive integer, got ${K}`);
+    if (!Number.isInteger(pad) || pad < 0) throw new RangeError(`pad must be a token id, got pad=${pad}`);
+    if (!(alpha >= 0) || !Number.isFinite(lengthPenalty(maxLen, alpha))) {
+      throw new RangeError(`alpha must be >= 0 and keep the length penalty finite, got alpha=${alpha}`);
+    }
+    let ys = Array.from({ length: K }, () => [bos]);
+    // 开始时 K 个前缀一样，只让第一个参与竞争
+    let logProbs = Array.from({ length: K }, (_, k) => (k === 0 ? 0 : -Infinity));
+    let finished = new Array(K).fill(false);
+    let lengths = new Array(K).fill(0); // 不含 <bos> 的长度（含 <eos>）
+    const steps = [];
+    for (let t = 0; t < maxLen; t += 1) {
+      const { logits } = await step(ys);
+      const V = logits[0].length;
+      const candidates = [];
+      for (let k = 0; k < K; k += 1) {
+        const scores = finished[k]
+          ? Array.from({ length: V }, (_, v) => (v === pad ? 0 : -Infinity)) // 已结束：只能补填充，得分不变
+          : logSoftmax(logits[k]);
+        scores.forEach((s, v) => candidates.push([logProbs[k] + s, k * V + v]));
+      }
+      candidates.sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+      const top = candidates.slice(0, K);
+      const parent = top.map(([, i]) => Math.floor(i / V));
+      const token = top.map(([, i]) => i % V);
+      ys = parent.map((p, k) => [...ys[p], token[k]]);
+      const wasFinished = parent.map((p) => finished[p]);
+      lengths = parent.map((p, k) => lengths[p] + (wasFinished[k] ? 0 : 1));
+      finished = wasFinished.map((f, k) => f || token[k] === eos);
+      logProbs = top.map(([s]) => s);
+      steps.push(
+        ys.map((ids, k) => ({
+          ids,
+          logProb: logProbs[k],
+          length: lengths[k],
+          finished: finished[k],
+          score: logProbs[k] / lengthPenalty(lengths[k], alpha),
+        })),
+      );
+      if (finished.every(Boolean)) break;
+    }
+    const final = steps[steps.length - 1];
+    let best = 0;
+    final.forEach((h, k) => h.score > final[best].score && (best = k));
+    return { steps, best: final[best] };
+  }
+
+  const exported = {
+    segment, pyRepr, shorten, unknownMessage, inGrammar, detokenize, decodeIds, viridis,
+    argmax, logSoftmax, lengthPenalty, greedyDecode, beamSearch,
+  };
   if (typeof document === "undefined") {
-    module.exports = { segment, pyRepr, shorten, unknownMessage, inGrammar, detokenize, viridis };
+    module.exports = exported;
     return;
   }
 
@@ -174,36 +304,30 @@
     return { ort, settings, encoder, decoder, words, stoi, grammar };
   }
 
-  const ids = (ort, values) =>
+  const int64 = (ort, values) =>
     new ort.Tensor("int64", BigInt64Array.from(values, BigInt), [1, values.length]);
 
   /** 贪心解码一句：返回 {srcTokens, tgtTokens（含 <eos>）, translation, attention[T][S]}。 */
   async function translate(model, srcTokens) {
     const { ort, settings, encoder, decoder, stoi } = model;
-    const src = ids(ort, srcTokens.map((t) => stoi.get(t))); // (1, S)
+    const src = int64(ort, srcTokens.map((t) => stoi.get(t))); // (1, S)
     const { memory } = await encoder.run({ src }); // (1, S, C)
-    const ys = [settings.bos_id];
-    let attention = null;
-    for (let step = 0; step < settings.max_len; step += 1) {
-      const out = await decoder.run({ tgt: ids(ort, ys), memory, src });
-      const logits = out.logits.data; // (1, V)
-      let best = 0;
-      for (let v = 1; v < logits.length; v += 1) if (logits[v] > logits[best]) best = v;
-      attention = out.cross_attention; // (1, T, S)：最后一步的就是整句的注意力图
-      ys.push(best);
-      if (best === settings.eos_id) break;
-    }
+    const { ids, steps } = await greedyDecode({
+      step: async ([prefix]) => {
+        const out = await decoder.run({ tgt: int64(ort, prefix), memory, src });
+        return { logits: [out.logits.data], attention: out.cross_attention }; // (1, V)、(1, T, S)
+      },
+      bos: settings.bos_id,
+      eos: settings.eos_id,
+      maxLen: settings.max_len,
+    });
+    const attention = steps[steps.length - 1].output.attention; // 最后一步的就是整句的注意力图
     const [, T, S] = attention.dims;
     const rows = Array.from({ length: T }, (_, t) =>
       Array.from(attention.data.slice(t * S, (t + 1) * S)),
     );
-    const produced = ys.slice(1).map((i) => settings.tgt_itos[i]);
-    const kept = [];
-    for (const tok of produced) {
-      if (tok === "<eos>") break;
-      if (tok !== "<pad>" && tok !== "<bos>") kept.push(tok);
-    }
-    return { srcTokens, tgtTokens: produced, translation: detokenize(kept, settings), attention: rows };
+    const produced = ids.slice(1).map((i) => settings.tgt_itos[i]);
+    return { srcTokens, tgtTokens: produced, translation: decodeIds(ids, settings), attention: rows };
   }
 
   // ---- 热力图：与 tinyformer.book.plotting.plot_heatmap（matplotlib）同样的 viridis、色条与标签 ----
@@ -375,7 +499,7 @@
     await run();
   }
 
-  window.tinyformerLive = { segment, unknownMessage, detokenize, viridis, loadRuntime };
+  window.tinyformerLive = { ...exported, loadRuntime };
 
   // 翻译器滚进视野（或读者把焦点移进它）时才加载运行时和模型：页面打开时不下载这约 6.5 MB
   const start = () =>

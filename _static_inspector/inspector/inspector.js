@@ -3,7 +3,8 @@
  *
  * 页面上的 <details class="tf-inspector" data-view="…"> 由 _ext/inspector.py 的 {inspector} 指令写出。
  * 页面打开时只加载本脚本；读者打开它（或它滚进视野）时才加载：
- *   - 第 8 章网页翻译器的 live_translator.js（分词、拼句、viridis、onnxruntime 的加载，都只写在那里一份）；
+ *   - 第 8 章网页翻译器的 live_translator.js（分词、拼句、viridis、onnxruntime 的加载、贪心解码与束搜索，
+ *     都只写在那里一份）；
  *   - onnxruntime-web 的 WebAssembly 运行时；
  *   - tinyformer.translation.inspect_export.export_inspector 导出的 inspect_encoder.onnx、inspect_decoder.onnx
  *     （每个中间结果都是图的一个输出）与 inspector.json，以及翻译器的 translator.json（词表、拼句规则）。
@@ -88,51 +89,41 @@
     const src = int64(ort, [srcIds]);
     const encoded = await m.encoder.run({ src });
     const memory = encoded.memory; // (1, S, C)
-    const ys = [settings.bos_id];
-    const steps = [];
-    let last = null;
-    for (let step = 0; step < settings.max_len; step += 1) {
-      const out = await m.decoder.run({ tgt: int64(ort, [ys]), memory, src });
-      const [, T, V] = out["decoder.logits"].dims;
-      const logits = Array.from(out["decoder.logits"].data.subarray((T - 1) * V, T * V));
-      let best = 0;
-      for (let v = 1; v < V; v += 1) if (logits[v] > logits[best]) best = v;
-      steps.push({ prefix: ys.map((i) => settings.tgt_itos[i]), logits, chosen: best });
-      last = out;
-      ys.push(best);
-      if (best === settings.eos_id) break;
-    }
+    // 解码循环是 live_translator.js 的 greedyDecode（与网页翻译器同一份）；这里每步取最后一个位置的 logits
+    const { ids, steps } = await m.live.greedyDecode({
+      step: async ([prefix]) => {
+        const out = await m.decoder.run({ tgt: int64(ort, [prefix]), memory, src });
+        const [, T, V] = out["decoder.logits"].dims;
+        return { logits: [Array.from(out["decoder.logits"].data.subarray((T - 1) * V, T * V))], out };
+      },
+      bos: settings.bos_id,
+      eos: settings.eos_id,
+      maxLen: settings.max_len,
+    });
     // 最后一步的输入正是 <bos> + 除最后一个词元外的译文：它的输出就是整句的中间结果
+    const last = steps[steps.length - 1].output.out;
     const stages = {};
     for (const name of m.inspector.encoder_outputs) stages[name] = unbatch(encoded[name]);
     for (const name of m.inspector.decoder_outputs) stages[name] = unbatch(last[name]);
-    const produced = ys.slice(1).map((i) => settings.tgt_itos[i]);
-    const kept = [];
-    for (const tok of produced) {
-      if (tok === "<eos>") break;
-      if (tok !== "<pad>" && tok !== "<bos>") kept.push(tok);
-    }
+    const tgtIds = ids.slice(0, steps.length);
     return {
       sentence,
       srcTokens,
       srcIds,
-      tgtIds: ys.slice(0, steps.length),
-      tgtTokens: ys.slice(0, steps.length).map((i) => settings.tgt_itos[i]),
-      produced,
-      translation: m.live.detokenize(kept, settings),
+      tgtIds,
+      tgtTokens: tgtIds.map((i) => settings.tgt_itos[i]),
+      produced: ids.slice(1).map((i) => settings.tgt_itos[i]),
+      translation: m.live.decodeIds(ids, settings),
       stages,
-      steps,
+      steps: steps.map(({ prefix, logits, next }) => ({
+        prefix: prefix.map((i) => settings.tgt_itos[i]),
+        logits,
+        chosen: next,
+      })),
     };
   }
 
-  /** log_softmax 一行（float64）。 */
-  function logSoftmax(row) {
-    const max = Math.max(...row);
-    const total = Math.log(row.reduce((s, x) => s + Math.exp(x - max), 0));
-    return row.map((x) => x - max - total);
-  }
-
-  /** 束搜索，与 tinyformer.decoding.beam_search 一步一步相同（一句，K 个前缀一起送进解码器）。 */
+  /** 束搜索（live_translator.js 的 beamSearch，与 tinyformer.decoding.beam_search 一步一步相同）：一句，K 个前缀一起送进解码器。 */
   async function beam(sentence, options = {}, root = document.querySelector(".tf-inspector")) {
     const { beamSize: K = 4, alpha = 0.6, maxLen = 32 } = options;
     if (!Number.isInteger(K) || K < 1) throw new Error(`beamSize must be a positive integer, got ${K}`);
@@ -141,51 +132,23 @@
     const srcIds = tokenize(m, sentence).map((t) => m.stoi.get(t));
     const src = int64(ort, Array.from({ length: K }, () => srcIds)); // (K, S)
     const { memory } = await m.encoder.run({ src }); // (K, S, C)
-    let ys = Array.from({ length: K }, () => [settings.bos_id]);
-    // 开始时 K 个前缀一样，只让第一个参与竞争
-    let logProbs = Array.from({ length: K }, (_, k) => (k === 0 ? 0 : -Infinity));
-    let finished = new Array(K).fill(false);
-    let lengths = new Array(K).fill(0);
-    const penalty = (length) => ((5 + length) / 6) ** alpha;
-    const steps = [];
-    for (let step = 0; step < maxLen; step += 1) {
-      const out = await m.decoder.run({ tgt: int64(ort, ys), memory, src }, ["decoder.logits"]);
-      const [, T, V] = out["decoder.logits"].dims;
-      const data = out["decoder.logits"].data;
-      const candidates = [];
-      for (let k = 0; k < K; k += 1) {
-        const row = Array.from(data.subarray((k * T + T - 1) * V, (k * T + T) * V));
-        const stepScores = finished[k]
-          ? row.map((_, v) => (v === settings.pad_id ? 0 : -Infinity)) // 已结束：只能补填充，得分不变
-          : logSoftmax(row);
-        stepScores.forEach((s, v) => candidates.push([logProbs[k] + s, k * V + v]));
-      }
-      candidates.sort((a, b) => b[0] - a[0] || a[1] - b[1]);
-      const top = candidates.slice(0, K);
-      const parent = top.map(([, i]) => Math.floor(i / V));
-      const token = top.map(([, i]) => i % V);
-      ys = parent.map((p, k) => [...ys[p], token[k]]);
-      const wasFinished = parent.map((p) => finished[p]);
-      lengths = parent.map((p, k) => lengths[p] + (wasFinished[k] ? 0 : 1));
-      finished = wasFinished.map((f, k) => f || token[k] === settings.eos_id);
-      logProbs = top.map(([s]) => s);
-      steps.push(
-        ys.map((ids, k) => ({
-          ids,
-          tokens: ids.map((i) => settings.tgt_itos[i]),
-          logProb: logProbs[k],
-          length: lengths[k],
-          finished: finished[k],
-          score: logProbs[k] / penalty(lengths[k]),
-        })),
-      );
-      if (finished.every(Boolean)) break;
-    }
-    const final = steps[steps.length - 1];
-    let best = 0;
-    final.forEach((h, k) => h.score > final[best].score && (best = k));
-    const kept = final[best].tokens.slice(1).filter((t) => !/^<.*>$/.test(t));
-    return { steps, best: { ...final[best], translation: m.live.detokenize(kept, settings) } };
+    const result = await m.live.beamSearch({
+      step: async (prefixes) => {
+        const out = await m.decoder.run({ tgt: int64(ort, prefixes), memory, src }, ["decoder.logits"]);
+        const [, T, V] = out["decoder.logits"].dims;
+        const data = out["decoder.logits"].data;
+        return { logits: prefixes.map((_, k) => data.subarray((k * T + T - 1) * V, (k * T + T) * V)) };
+      },
+      bos: settings.bos_id,
+      eos: settings.eos_id,
+      pad: settings.pad_id,
+      maxLen,
+      beamSize: K,
+      alpha,
+    });
+    const named = (h) => ({ ...h, tokens: h.ids.map((i) => settings.tgt_itos[i]) });
+    const steps = result.steps.map((hypotheses) => hypotheses.map(named));
+    return { steps, best: { ...named(result.best), translation: m.live.decodeIds(result.best.ids, settings) } };
   }
 
   window.tinyformerInspect = (sentence) => inspect(sentence);
@@ -444,7 +407,7 @@
         const s = r.steps[Number(step.value)];
         const tau = Number(temperature.value);
         const scaled = s.logits.map((x) => x / tau);
-        const probs = logSoftmax(scaled).map(Math.exp);
+        const probs = m.live.logSoftmax(scaled).map(Math.exp);
         const order = probs.map((p, v) => [p, v]).sort((a, b) => b[0] - a[0]).slice(0, Number(topK.value));
         const bars = el("svg", { class: "tfi-map", role: "img", viewBox: `0 0 420 ${order.length * 22 + 8}`, width: 420, "aria-label": "下一个词的概率" });
         order.forEach(([p, v], i) => {

@@ -3,6 +3,8 @@
 - 分词：用 node 运行网页上的 segment，在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（corpus.corpus_tokenizer）逐句相同；
 - 报错：不认识的词，消息与 Translator.tokenize（命令行打印的）一字不差；
 - 拼句：网页上的 detokenize 与 detokenize_en 相同；热力图的色标与 matplotlib 的 viridis 相同；
+- 解码：网页上唯一的一份贪心解码与束搜索（greedyDecode、beamSearch，网页翻译器与各章的检查器共用）
+  在 Python 记下的每个前缀的 logits 上，与 greedy_decode、beam_search 选出同样的词元、同样的对数概率和得分；
 - 网站：模型 + 运行时不超过 8 MB，只有第 8 章的页面引用它们，网站上的模型等于随包权重的新导出。
 
 浏览器里真的翻译，见 tests/book/test_browser.py 末尾的一节。没有 node 时跳过（CI 里失败）。
@@ -232,3 +234,152 @@ def test_browser_grammar_check_equals_in_grammar(node, translator, words, tmp_pa
     )
     assert found == [in_grammar(s) for s in sentences]
     assert found[-6:] == [False] * 6 and all(found[:200])
+
+
+# ---- 解码：网页上唯一的一份贪心解码与束搜索（greedyDecode、beamSearch）与 tinyformer.decoding 相同 ----
+
+
+def recorded_logits(monkeypatch, decode, *args, **kwargs):
+    """运行 decode(*args, **kwargs)（不用缓存的 greedy_decode / beam_search），记下每个送进解码器的前缀和它下一个词元的 logits。"""
+    import tinyformer.decoding
+
+    table = {}
+    real = tinyformer.decoding._next_logits
+
+    def recording(model, ys, memory, is_pad, cache):
+        logits = real(model, ys, memory, is_pad, cache)  # (N, V)
+        for prefix, row in zip(ys.tolist(), logits.tolist(), strict=True):
+            table.setdefault(json.dumps(prefix, separators=(",", ":")), row)
+        return logits
+
+    monkeypatch.setattr(tinyformer.decoding, "_next_logits", recording)
+    try:
+        result = decode(*args, use_cache=False, **kwargs)
+    finally:
+        monkeypatch.undo()
+    return result, table
+
+
+# node 里的"模型"：查 Python 记下的表；网页要的前缀 Python 没有送进过解码器时出错（说明两边走的路不同）
+STEP_FROM_TABLE = (
+    "async (prefixes) => ({ logits: prefixes.map((p) => {"
+    " const row = data.table[JSON.stringify(p)];"
+    " if (!row) throw new Error('prefix not seen by Python: ' + p); return row; }) })"
+)
+
+
+def run_decoder_js(node, expression, data):
+    """在 node 里对 data 求 expression（一个 Promise）的值；step 是 STEP_FROM_TABLE。"""
+    program = (
+        f"const m = require({json.dumps(str(SCRIPT))});\n"
+        "const data = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
+        f"const step = {STEP_FROM_TABLE};\n"
+        f"({expression}).then((r) => process.stdout.write(JSON.stringify(r)));\n"
+    )
+    result = subprocess.run(
+        [node, "-e", program], input=json.dumps(data), capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def decoding_cases():
+    """(名字, 模型, 源句 (1, S), bos, eos, max_len)：随包的翻译器与真句子，以及几个未训练的极小模型。"""
+    import torch
+
+    from tests.kit import tiny_transformer
+
+    translator = load_translator(600)
+    vocab = translator.tgt_vocab
+    for sentence in ["她明天在家写作业吗？", "学生们下周在图书馆看小说吗？", "她昨天没喝绿茶。"]:
+        src = translator.encode([sentence])
+        yield sentence, translator.model, src, vocab.bos_id, vocab.eos_id, 32
+    for seed in range(3):
+        yield f"tiny-{seed}", tiny_transformer(seed), torch.tensor([[5, 6, 7, 8]]), 1, 2, 8
+
+
+def test_browser_greedy_decode_equals_greedy_decode(node, monkeypatch):
+    from tinyformer.decoding import greedy_decode
+
+    for name, model, src, bos, eos, max_len in decoding_cases():
+        expected, table = recorded_logits(monkeypatch, greedy_decode, model, src, bos, eos, max_len)
+        web = run_decoder_js(
+            node,
+            "m.greedyDecode({ step, bos: data.bos, eos: data.eos, maxLen: data.maxLen })"
+            ".then((r) => ({ ids: r.ids, steps: r.steps.length }))",
+            {"table": table, "bos": bos, "eos": eos, "maxLen": max_len},
+        )
+        assert web["ids"] == expected[0].tolist(), name
+        assert web["steps"] == len(table), name  # 每步一个新前缀
+
+
+@pytest.mark.parametrize("beam_size, alpha", [(1, 0.6), (2, 0.6), (4, 0.6), (3, 0.0), (5, 1.5)])
+def test_browser_beam_search_equals_beam_search(node, monkeypatch, beam_size, alpha):
+    import torch
+
+    from tinyformer.decoding import beam_search, greedy_decode, length_penalty
+
+    for name, model, src, bos, eos, max_len in decoding_cases():
+        pad = model.config.pad_id
+        expected, table = recorded_logits(
+            monkeypatch, beam_search, model, src, bos, eos, beam_size, max_len, alpha
+        )
+        web = run_decoder_js(
+            node,
+            "m.beamSearch({ step, bos: data.bos, eos: data.eos, pad: data.pad, maxLen: data.maxLen,"
+            " beamSize: data.k, alpha: data.alpha })",
+            {
+                "table": table,
+                "bos": bos,
+                "eos": eos,
+                "pad": pad,
+                "maxLen": max_len,
+                "k": beam_size,
+                "alpha": alpha,
+            },
+        )
+        # beam_search 返回的已补齐到所有假设的长度；网页的最佳假设同样补了填充
+        assert web["best"]["ids"] == expected[0].tolist(), (name, beam_size, alpha)
+        assert all(len(h) == beam_size for h in web["steps"])
+        # 每一步的每个假设：对数概率 = 它的每个生成词元在 Python 记下的 logits 上的 log_softmax 之和，
+        # 得分 = 对数概率 / length_penalty（Python 的），长度不含 <bos>、含 <eos>
+        for hypotheses in web["steps"]:
+            for h in hypotheses:
+                ids = h["ids"]
+                length = ids.index(eos) if eos in ids else len(ids) - 1
+                log_prob = sum(
+                    float(
+                        torch.log_softmax(
+                            torch.tensor(table[json.dumps(ids[:t], separators=(",", ":"))]), -1
+                        )[ids[t]]
+                    )
+                    for t in range(1, length + 1)
+                )
+                assert (h["length"], h["finished"]) == (length, eos in ids)
+                assert h["logProb"] == pytest.approx(log_prob, rel=1e-5, abs=1e-5)
+                score = log_prob / float(length_penalty(length, alpha))
+                assert h["score"] == pytest.approx(score, rel=1e-5, abs=1e-5)
+        if beam_size == 1:  # 束宽 1 与贪心相同（同 beam_search 的文档）
+            assert web["best"]["ids"] == greedy_decode(model, src, bos, eos, max_len)[0].tolist()
+
+
+def test_browser_decoders_name_a_bad_argument(node):
+    program = (
+        f"const m = require({json.dumps(str(SCRIPT))});\n"
+        "const step = async () => ({ logits: [[0, 1]] });\n"
+        "const tries = [\n"
+        "  () => m.greedyDecode({ step, bos: 0, eos: 1, maxLen: 0 }),\n"
+        "  () => m.greedyDecode({ step: null, bos: 0, eos: 1 }),\n"
+        "  () => m.beamSearch({ step, bos: 0, eos: 1, pad: 0, beamSize: 0 }),\n"
+        "  () => m.beamSearch({ step, bos: 0, eos: 1, pad: 0, alpha: -1 }),\n"
+        "];\n"
+        "Promise.all(tries.map((f) => f().then(() => 'no error', (e) => e.message)))"
+        ".then((r) => process.stdout.write(JSON.stringify(r)));\n"
+    )
+    result = subprocess.run([node, "-e", program], capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout) == [
+        "maxLen must be a positive integer, got maxLen=0",
+        "step must be a function, got object",
+        "beamSize must be a positive integer, got 0",
+        "alpha must be >= 0 and keep the length penalty finite, got alpha=-1",
+    ]

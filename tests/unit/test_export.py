@@ -1,6 +1,10 @@
 """tinyformer.translation.export：导出的 ONNX 图在 onnxruntime 里与 PyTorch 模型给出相同的译文。
 
 参照物是随包发布的第 600 步的翻译器（第 8 章用的、网页上运行的那一个）和它的 PyTorch 贪心解码。
+解码循环只有网页上的一份（live_translator.js 的 greedyDecode，tests/book/test_live_translator.py 与
+tests/book/test_browser.py 核对它的译文）；这里把 PyTorch 贪心解码的每个前缀送进 decoder.onnx：
+每一步 logits 的最大者都是 PyTorch 选的下一个词元，所以任何照搬 greedy_decode 的循环在 onnxruntime 上
+都生成同样的词元。
 """
 
 import hashlib
@@ -19,7 +23,6 @@ from tinyformer.translation.export import (
     DecoderStepGraph,
     EncoderGraph,
     export_translator,
-    greedy_decode_onnx,
 )
 from tinyformer.translation.pretrained import load_translator
 
@@ -60,17 +63,25 @@ def special_ids(translator):
     return vocab.bos_id, vocab.eos_id, translator.model.config.pad_id
 
 
+def onnx_step(sessions, prefix, src):
+    """decoder.onnx 一步：前缀 (B, T)、源句 (B, S) → (logits (B, V), 交叉注意力 (B, T, S))。"""
+    encoder, decoder = sessions
+    (memory,) = encoder.run(None, {"src": src})  # (B, S) -> (B, S, C)
+    return decoder.run(None, {"tgt": prefix, "memory": memory, "src": src})
+
+
 def test_same_tokens_as_pytorch_on_every_test_sentence(translator, corpus, sessions):
+    """PyTorch 贪心解码的每个前缀上，onnxruntime 的 logits 的最大者就是 PyTorch 选的下一个词元。"""
     src = translator.encode([p.zh for p in corpus.test])  # (1031, S)，补齐
-    expected = translator.translate_ids(src)
-    ids, _ = greedy_decode_onnx(*sessions, src.numpy(), *special_ids(translator))
+    expected = translator.translate_ids(src).numpy()  # (1031, 1 + L)
+    eos = translator.tgt_vocab.eos_id
     assert len(corpus.test) == 1031
-    assert ids.shape == tuple(expected.shape)
-    different = [
-        i
-        for i, (a, b) in enumerate(zip(ids, expected.numpy(), strict=True))
-        if not np.array_equal(a, b)
-    ]
+    different = []
+    for T in range(1, expected.shape[1]):
+        running = ~(expected[:, 1:T] == eos).any(axis=1)  # 到第 T 步还没生成 <eos> 的句子
+        logits, _ = onnx_step(sessions, expected[running, :T], src.numpy()[running])
+        chosen = logits.argmax(axis=-1)  # (B, V) -> (B,)
+        different += [(T, i) for i in np.flatnonzero(chosen != expected[running, T])]
     assert different == []
 
 
@@ -100,9 +111,12 @@ def test_logits_and_attention_within_tolerance_at_every_step(translator, corpus,
 def test_last_step_attention_is_the_translators_cross_attention(translator, sessions, sentence):
     """网页画的图（最后一步的输出）与 Translator.cross_attention（整句再前向一次）相同。"""
     src_tokens, tgt_tokens, weights = translator.cross_attention(sentence)  # (H, T, S)
-    src = translator.encode([sentence]).numpy()
-    ids, attention = greedy_decode_onnx(*sessions, src, *special_ids(translator))
+    src = translator.encode([sentence])
+    ids = translator.translate_ids(src).numpy()  # (1, 1 + L)，以 <eos> 结尾
     assert translator.tgt_vocab.decode(ids[0, 1:]) == tgt_tokens
+    # 网页的最后一步送入 <bos> + 除 <eos> 外的全部译文，选出 <eos>
+    logits, attention = onnx_step(sessions, ids[:, :-1], src.numpy())
+    assert logits.argmax(axis=-1).tolist() == [translator.tgt_vocab.eos_id]
     assert attention.shape == (1, len(tgt_tokens), len(src_tokens))
     assert np.abs(attention[0] - weights.mean(dim=0).numpy()).max() <= ATTENTION_TOL
 
@@ -175,8 +189,6 @@ def test_bad_arguments_name_the_argument(translator, tmp_path):
         export_translator(translator, tmp_path, opset_version=0)
     with pytest.raises(TypeError, match="model must be a Transformer, got Translator"):
         EncoderGraph(translator)
-    with pytest.raises(ValueError, match="max_len must be a positive integer, got max_len=0"):
-        greedy_decode_onnx(None, None, np.zeros((1, 3), dtype=np.int64), 2, 3, 0, max_len=0)
 
 
 def test_the_package_does_not_need_onnx_at_import_time():

@@ -17,6 +17,11 @@ r"""把训练好的翻译器导出成 ONNX，让网页在读者的浏览器里�
 
 导出需要 ``onnx``（``torch.onnx.export`` 在内部导入它），在 Python 里核对需要 ``onnxruntime``（都在
 ``requirements.txt`` 里）；本模块不导入它们，``import tinyformer.translation.export`` 不需要它们。
+
+解码循环不在这里：网页上的贪心解码与束搜索只有一份（``_static_ch08/live_translator/live_translator.js``
+的 ``greedyDecode``、``beamSearch``），浏览器测试核对它们的译文与 :func:`~tinyformer.greedy_decode`、
+:func:`~tinyformer.decoding.beam_search` 相同；本模块的单元测试在 PyTorch 贪心解码的每个前缀上核对
+两张图的 logits 与注意力（最大者就是 PyTorch 选的词元）。
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ import json
 import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -36,7 +40,7 @@ from ..model import Transformer
 from ..text import ATTACH_LEFT, SENTENCE_END, capitalization
 from .translator import Translator
 
-__all__ = ["EncoderGraph", "DecoderStepGraph", "export_translator", "greedy_decode_onnx"]
+__all__ = ["EncoderGraph", "DecoderStepGraph", "export_translator"]
 
 FORMAT = "tinyformer-onnx-translator-1"
 FILES = ("encoder.onnx", "decoder.onnx", "translator.json")
@@ -216,34 +220,3 @@ def export_translator(
     with atomic_write(paths["translator.json"]) as file:
         file.write(text.encode("utf-8"))
     return paths
-
-
-def greedy_decode_onnx(
-    encoder, decoder, src: np.ndarray, bos_id: int, eos_id: int, pad_id: int, max_len: int = 32
-) -> tuple[np.ndarray, np.ndarray]:
-    """用 onnxruntime 的两个会话做贪心解码，与 :func:`~tinyformer.greedy_decode` 逐步相同。
-
-    参数:
-        encoder, decoder: ``onnxruntime.InferenceSession``，读 :func:`export_translator` 的两张图。
-        src: 源句编号 (B, S)，int64，用 ``pad_id`` 填充。
-        bos_id, eos_id, pad_id: 特殊词元的编号。
-        max_len: 最多生成多少个词元（不含 ``<bos>``，默认 32）。
-
-    返回:
-        ``(ids, cross_attention)``：(B, 1 + L) 的编号（``<eos>`` 之后填 ``pad_id``），以及最后一步
-        输出的交叉注意力 (B, L, S)。
-    """
-    check_positive_int("max_len", max_len)
-    src = np.asarray(src, dtype=np.int64)
-    (memory,) = encoder.run(None, {"src": src})  # (B, S) -> (B, S, C)
-    B = src.shape[0]
-    ys = np.full((B, 1), bos_id, dtype=np.int64)  # (B, 1)
-    finished = np.zeros(B, dtype=bool)  # (B,)
-    for _ in range(max_len):
-        logits, attention = decoder.run(None, {"tgt": ys, "memory": memory, "src": src})
-        next_id = np.where(finished, pad_id, logits.argmax(axis=-1))  # (B, V) -> (B,)
-        ys = np.concatenate([ys, next_id[:, None]], axis=1)  # (B, t) -> (B, t + 1)
-        finished |= next_id == eos_id
-        if finished.all():
-            break
-    return ys, attention
