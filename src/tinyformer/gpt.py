@@ -195,7 +195,8 @@ class GPT(nn.Module):
         positions = torch.arange(start, start + T, device=ids.device)  # (T,)
         x = self.token_embedding(ids) + self.position_embedding(positions)  # (B, T, C) + (T, C)
         x = self.dropout(x)
-        mask = causal_mask(T, device=ids.device, start=start)  # (T, start + T)
+        # 因果掩码 (T, start + T)；逐词生成时只有一个新词元，它可以看全部位置，这一行全是 False，不必建
+        mask = None if T == 1 else causal_mask(T, device=ids.device, start=start)
         for layer in self.layers:
             x = layer(x, attn_mask=mask, cache=cache)  # (B, T, C)
         x = self.decoder_norm(x)

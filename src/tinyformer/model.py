@@ -211,7 +211,7 @@ class Transformer(nn.Module):
         B, T = tgt.shape
         # 已缓存的位置数：新词元从这个位置接着数（没有缓存时为 0）
         start = 0 if cache is None else cache.length(self.decoder_layers[0].self_attn)
-        if tgt_mask is None:
+        if tgt_mask is None and T > 1:  # T = 1：一个新词元可以看全部位置，因果掩码这一行全是 False
             tgt_mask = causal_mask(T, device=tgt.device, start=start)  # (T, start + T)
         x = self.positional(self.tgt_embed(tgt), start=start)  # (B, T) -> (B, T, C)
         masks = {
