@@ -262,9 +262,14 @@ def test_cli_generates_one_poem_per_line(tiny_checkpoint, capsys):
             ["--prefix", "春", "--acrostic", "春花秋月"],
             r"^错误：--prefix 与 --acrostic 只能给一个\n$",
         ),
-        (["--top-p", "1.5"], r"^错误：.*--top-p.*须在 \(0, 1\] 之内，得到 1.5.*\n$"),
-        (["--temperature", "nan"], r"^错误：.*--temperature.*须是有限的正数，得到 nan.*\n$"),
-        (["--n", "0"], r"^错误：.*--n.*须是正整数，得到 0.*\n$"),
+        (["--top-p", "1.5"], r"^错误：.*--top-p.*须是 \(0, 1\] 之内的数，得到 '1.5'.*\n$"),
+        (["--temperature", "nan"], r"^错误：.*--temperature.*须是有限的正数，得到 'nan'.*\n$"),
+        (
+            ["--temperature", "abc"],
+            r"^错误：参数 --temperature: 须是有限的正数，得到 'abc'（用 --help 看用法）\n$",
+        ),
+        (["--top-k", "1.5"], r"^错误：参数 --top-k: 须是正整数，得到 '1.5'（用 --help 看用法）\n$"),
+        (["--n", "0"], r"^错误：.*--n.*须是正整数，得到 '0'.*\n$"),
     ],
 )
 def test_cli_rejects_bad_input_with_one_chinese_line(tiny_checkpoint, capsys, argv, message):

@@ -59,32 +59,25 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message}（用 --help 看用法）")
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"须是有限的正数，得到 {text}")
-    return value
+def _number(convert, valid, rule: str):
+    """argparse 的 type：按 ``convert`` 读数、按 ``valid`` 检查，出错时给一句中文（“须是{rule}”）。"""
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not valid(value):
+            raise argparse.ArgumentTypeError(f"须是{rule}，得到 {text!r}")
+        return value
+
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"须是正整数，得到 {text}")
-    return value
-
-
-def _top_p(text: str) -> float:
-    value = float(text)
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"须在 (0, 1] 之内，得到 {text}")
-    return value
-
-
-def _seed(text: str) -> int:
-    value = int(text)
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"须在 [0, 2**32) 之内，得到 {text}")
-    return value
+_positive_float = _number(float, lambda v: math.isfinite(v) and v > 0, "有限的正数")
+_positive_int = _number(int, lambda v: v > 0, "正整数")
+_top_p = _number(float, lambda v: 0 < v <= 1, " (0, 1] 之内的数")
+_seed = _number(int, lambda v: 0 <= v < 2**32, " [0, 2**32) 之内的整数")
 
 
 def build_parser() -> Parser:
