@@ -38,7 +38,11 @@ def test_the_file_holds_no_pickle_and_one_copy_of_a_tied_weight(saved):
     ("make", "reason", "match"),
     [
         (lambda p: p.write_bytes(p.read_bytes()[:-7]), "damaged", "truncated or damaged"),
-        (lambda p: p.write_bytes(b"\xff" * 8 + b"{}"), "damaged", "header too large"),
+        (
+            lambda p: p.write_bytes(b"\xff" * 8 + b"{}"),
+            "damaged",
+            r"(?i)header ?too ?large",
+        ),  # 0.4 的措辞是 HeaderTooLarge
         (lambda p: p.unlink(), "missing", "no such file"),
         (lambda p: torch.save({"w": torch.ones(2)}, p), "pickle", "unsafe to load"),
     ],
