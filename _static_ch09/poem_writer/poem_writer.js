@@ -151,7 +151,7 @@
     .poem-writer .pw-bar.pw-chosen { font-weight: 600; }
     .poem-writer .pw-bar span:last-child { text-align: right; font-variant-numeric: tabular-nums; }`;
 
-  const percent = (p) => (p >= 0.9995 ? "100%" : `${(100 * p).toFixed(1)}%`);
+  const percent = (p) => (p >= 0.9995 ? "100%" : p < 0.0005 ? "<0.1%" : `${(100 * p).toFixed(1)}%`);
 
   function stepCard(step, index) {
     const item = document.createElement("li");
