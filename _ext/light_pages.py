@@ -80,8 +80,16 @@ def prune_unrequested(static: Path) -> int:
 # 网站里不算作“网页”的下载：全书 PDF
 DOWNLOADS = {"tinyformer.pdf"}
 # 第 8 章网页翻译器的模型与 WebAssembly 运行时（只有那一页、点了“翻译”才加载；另有 8 MiB 的上限，
-# 见 tests/book/test_live_translator.py），以及各章检查器（_ext/inspector.py）的模型与脚本（读者打开时才加载）
-TRANSLATOR_DIRS = ("onnxruntime-web", "translator_model", "live_translator", "inspector_model")
+# 见 tests/book/test_live_translator.py），各章检查器（_ext/inspector.py）的模型与脚本（读者打开时才加载），
+# 以及第 9 章写诗器（_ext/poem_writer.py）的模型与脚本（读者按下“写诗”才加载模型）
+TRANSLATOR_DIRS = (
+    "onnxruntime-web",
+    "translator_model",
+    "live_translator",
+    "inspector_model",
+    "poem_model",
+    "poem_writer",
+)
 REPORT_PAGE = "chapters/appendix_stats.html"
 
 

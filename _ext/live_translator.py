@@ -23,12 +23,12 @@ SCRIPTS = ROOT / "_static_ch08"  # live_translator/live_translator.js → _stati
 STEP = 600  # 第 8 章的分析用的检查点
 
 
-def export_when_stale(out: Path, export) -> None:
-    """``export()`` 只在随包发布的检查点、包的源代码或 torch 的版本变了之后才运行。
+def export_when_stale(out: Path, export, weights: Path | None = None) -> None:
+    """``export()`` 只在随包发布的检查点（``weights``，默认第 8 章的）、包的源代码或 torch 的版本变了之后才运行。
 
     导出的图由整个包的代码决定（注意力、各层、模型），不只是导出它的那个模块，所以散列包括
     ``src/tinyformer/`` 的全部源文件。散列记在 ``out/.stamp``（以点开头：Sphinx 不会把它复制进网站）。
-    网页翻译器与各章的检查器（``_ext/inspector.py``）都用它。
+    网页翻译器、各章的检查器（``_ext/inspector.py``）与第 9 章的写诗器（``_ext/poem_writer.py``）都用它。
     """
     import torch
 
@@ -36,7 +36,7 @@ def export_when_stale(out: Path, export) -> None:
     from tinyformer.translation.pretrained import checkpoint_path
 
     digest = hashlib.sha256()
-    digest.update(checkpoint_path(STEP).read_bytes())
+    digest.update((weights or checkpoint_path(STEP)).read_bytes())
     for source in sorted(Path(tinyformer.__file__).parent.rglob("*.py")):
         digest.update(source.read_bytes())
     digest.update(torch.__version__.encode())

@@ -10,7 +10,9 @@
  *      词表里没有的字连成一段，当作一个不认识的词，报错的措辞与命令行 python -m tinyformer.translation translate 相同。
  *   2. 贪心解码：编码一次，然后每步把整段前缀送进 decoder.onnx，取最后一个位置 logits 的最大者，
  *      直到 <eos> 或 max_len 个词元（与 tinyformer.greedy_decode 相同）。解码循环 greedyDecode、beamSearch
- *      与模型无关（每步调用调用者给的 step(prefixes)），本页、各章的检查器（inspector.js）和别的页面共用这一份。
+ *      与模型无关（每步调用调用者给的 step(prefixes)），本页、各章的检查器（inspector.js）和别的页面共用这一份；
+ *      采样 sampleDecode（温度、top-k、top-p、可复现的种子、每步的约束：强制的词元与禁止的词元）也在这里，
+ *      第 9 章的写诗器（_static_ch09/poem_writer/poem_writer.js）用它。
  *   3. 画交叉注意力：最后一步输出的 (1, T, S) 就是整句的注意力图；样子与 Jupyter 里的控件
  *      （tinyformer.book.widgets.show_translation，matplotlib）相同：viridis 色图、0–1 的色条、同样的标题和轴标签。
  * 在 node 里（测试）只导出几个纯函数，不碰 DOM 和 onnxruntime。
@@ -246,9 +248,140 @@
     return { steps, best: final[best] };
   }
 
+  // ---- 采样（与 tinyformer.poetry.sampling.next_distribution 相同；与模型无关）----
+
+  /** 可复现的均匀随机数 [0, 1)：mulberry32，种子是 32 位无符号整数。同一个种子给出同一串数
+   * （与 torch 的生成器不同：网页上抽到的样本不会与 Python 的逐字相同，分布才相同）。 */
+  function seededRandom(seed) {
+    if (!Number.isInteger(seed)) throw new RangeError(`seed must be an integer, got seed=${seed}`);
+    let a = seed >>> 0;
+    return () => {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  function checkSamplingOptions({ temperature, topK, topP }) {
+    if (!(temperature > 0) || !Number.isFinite(temperature)) {
+      throw new RangeError(`temperature must be a positive number, got temperature=${temperature}`);
+    }
+    if (topK != null && (!Number.isInteger(topK) || topK < 1)) {
+      throw new RangeError(`topK must be a positive integer or null, got topK=${topK}`);
+    }
+    if (topP != null && !(topP > 0 && topP <= 1)) throw new RangeError(`topP must be in (0, 1] or null, got topP=${topP}`);
+  }
+
+  /**
+   * logits → 采样用的概率（Float64Array），与 tinyformer.poetry.sampling.next_distribution 相同：
+   * 除以温度；topK：只留最大的 k 个（与第 k 大相等的都留下，同 logits < kth 的写法）；softmax；
+   * topP：按概率从大到小累加，留下"排在它前面的概率之和 < p"的（至少一个），再归一化。
+   * 被去掉的为 0；logits 里的 -Infinity（被禁止的词元）概率为 0。
+   */
+  function nextDistribution(logits, { temperature = 1, topK = null, topP = null } = {}) {
+    checkSamplingOptions({ temperature, topK, topP });
+    const V = logits.length;
+    const scaled = Float64Array.from(logits, (x) => x / temperature);
+    if (topK != null && topK < V) {
+      const kth = Float64Array.from(scaled).sort()[V - topK]; // 升序排好后倒数第 k 个
+      for (let v = 0; v < V; v += 1) if (scaled[v] < kth) scaled[v] = -Infinity;
+    }
+    let max = -Infinity;
+    for (const x of scaled) if (x > max) max = x;
+    const probs = Float64Array.from(scaled, (x) => Math.exp(x - max));
+    let sum = probs.reduce((a, b) => a + b, 0);
+    for (let v = 0; v < V; v += 1) probs[v] /= sum;
+    if (topP != null) {
+      const order = rankByProbability(probs);
+      let before = 0;
+      const keep = new Uint8Array(V);
+      for (const v of order) {
+        keep[v] = before < topP ? 1 : 0; // 第一个总是留下（before = 0）
+        before += probs[v];
+      }
+      sum = 0;
+      for (let v = 0; v < V; v += 1) sum += keep[v] ? probs[v] : 0;
+      for (let v = 0; v < V; v += 1) probs[v] = keep[v] ? probs[v] / sum : 0;
+    }
+    return probs;
+  }
+
+  /** 下标按概率从大到小排（相同时编号小的在前）。 */
+  function rankByProbability(probs) {
+    return Array.from(probs.keys()).sort((a, b) => probs[b] - probs[a] || a - b);
+  }
+
+  /** 概率最大的 n 个：[[编号, 概率], …]（相同时编号小的在前）。 */
+  function topCandidates(probs, n) {
+    return rankByProbability(probs).slice(0, n).map((v) => [v, probs[v]]);
+  }
+
+  /** 按概率抽一个编号：u ∈ [0, 1) 落在累加概率的哪一段（概率为 0 的永远抽不到）。 */
+  function drawIndex(probs, u) {
+    let total = 0;
+    for (const p of probs) total += p;
+    const target = u * total;
+    let cumulative = 0;
+    let last = -1;
+    for (let v = 0; v < probs.length; v += 1) {
+      if (probs[v] <= 0) continue;
+      cumulative += probs[v];
+      last = v;
+      if (target < cumulative) return v;
+    }
+    return last; // 舍入让 target 落在最后一个之后
+  }
+
+  /**
+   * 逐个词元地生成（采样或贪心），与模型无关；每步可以加约束。规则与 tinyformer.poetry.sampling.write 相同：
+   *   - start：开头的编号（以 bos 开头，可以带前缀），最多再生成 maxLen 个词元，生成了 eos 就停；
+   *   - constrain(ids) → {force: 编号} 或 {ban: [编号…]} 或 null：force 时这一步不调用 step，直接取它
+   *     （候选记为 [[它, 1]]）；ban 的词元 logits 记为 -Infinity；
+   *   - greedy：probs = softmax(logits)（不看温度、topK、topP），取最大者（相同时取编号小的）；
+   *     否则 probs = nextDistribution(logits, {temperature, topK, topP})，用 random()（默认 seededRandom(seed)）抽一个。
+   *   - onStep(记录)：每生成一个词元就调用一次（网页上一边生成一边显示），可以返回 Promise。
+   * 返回 Promise<{ids（含 start；生成了 eos 时以 eos 结尾）, steps: [{prefix, next, forced, top: [[编号, 概率]…],
+   * support（概率不为 0 的词元数）, logits}]}>：每步的 top 是概率最大的 show 个。
+   */
+  async function sampleDecode({
+    step, bos, eos, start = null, maxLen = 32, greedy = false, temperature = 1, topK = null, topP = null,
+    seed = 0, random = null, constrain = null, show = 5, onStep = null,
+  }) {
+    checkDecodeOptions({ step, bos, eos, maxLen });
+    checkSamplingOptions({ temperature, topK, topP });
+    if (!Number.isInteger(show) || show < 1) throw new RangeError(`show must be a positive integer, got show=${show}`);
+    const ids = start ? start.slice() : [bos];
+    const draw = random ?? seededRandom(seed);
+    const steps = [];
+    for (let t = 0; t < maxLen; t += 1) {
+      const prefix = ids.slice();
+      const rule = constrain ? constrain(prefix) : null;
+      let record;
+      if (rule && rule.force != null) {
+        record = { prefix, next: rule.force, forced: true, top: [[rule.force, 1]], support: 1, logits: null };
+      } else {
+        const output = await step([prefix]);
+        const logits = Float64Array.from(output.logits[0]);
+        for (const v of (rule && rule.ban) || []) logits[v] = -Infinity;
+        const probs = greedy ? nextDistribution(logits) : nextDistribution(logits, { temperature, topK, topP });
+        const next = greedy ? argmax(probs) : drawIndex(probs, draw());
+        const support = probs.reduce((n, p) => n + (p > 0), 0);
+        record = { prefix, next, forced: false, top: topCandidates(probs, show), support, logits };
+      }
+      steps.push(record);
+      ids.push(record.next);
+      if (onStep) await onStep(record);
+      if (record.next === eos) break;
+    }
+    return { ids, steps };
+  }
+
   const exported = {
     segment, pyRepr, shorten, unknownMessage, inGrammar, detokenize, decodeIds, viridis,
     argmax, logSoftmax, lengthPenalty, greedyDecode, beamSearch,
+    seededRandom, nextDistribution, topCandidates, drawIndex, sampleDecode,
   };
   if (typeof document === "undefined") {
     module.exports = exported;
@@ -499,7 +632,7 @@
     await run();
   }
 
-  window.tinyformerLive = { ...exported, loadRuntime };
+  window.tinyformerLive = { ...exported, loadRuntime, fetchGunzipped };
 
   // 翻译器滚进视野（或读者把焦点移进它）时才加载运行时和模型：页面打开时不下载这约 6.5 MB
   const start = () =>

@@ -178,8 +178,9 @@ def test_model_and_runtime_fit_the_budget_and_load_only_on_chapter_8(site):
     total = sum(p.stat().st_size for p in files)
     assert total <= BUDGET, f"{total / 2**20:.2f} MiB"
     # 第 8 章的页面引用它们；有检查器（_ext/inspector.py）的页面只在 data- 属性里写它们的地址，
-    # 读者打开检查器时才加载（tests/book/test_inspector.py 量打开前后加载的字节）
-    inspector = re.compile(r'<details class="tf-inspector"[^>]*>')
+    # 读者打开检查器时才加载（tests/book/test_inspector.py 量打开前后加载的字节）；第 9 章的写诗器同样
+    # 只在 data- 属性里写运行时与共用脚本的地址，读者按下“写诗”才加载（tests/book/test_poem_writer.py）
+    inspector = re.compile(r'<details class="tf-inspector"[^>]*>|<div class="poem-writer"[^>]*>')
     pages = {p: inspector.sub("", p.read_text(encoding="utf-8")) for p in site.rglob("*.html")}
     referencing = sorted(
         str(page.relative_to(site))

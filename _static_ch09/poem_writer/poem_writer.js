@@ -1,0 +1,289 @@
+/*
+ * 第 9 章：在读者的浏览器里写诗（onnxruntime-web，WebAssembly）。
+ *
+ * 页面上的 <div class="poem-writer" data-runtime="…" data-model="…" data-shared="…"> 由第 9 章的
+ * {raw} html 单元格写出（chapters/ch09_poem_writer_cell.md）。读者按下“写诗”之前什么都不加载；按下后才加载：
+ *   - 第 8 章的 live_translator.js（onnxruntime 的加载，以及与模型无关的解码与采样 sampleDecode：
+ *     网页上只有这一份）；
+ *   - onnxruntime-web 的 WebAssembly 运行时；
+ *   - tinyformer.poetry.export.export_poet 导出的 poet.onnx（整段前缀 → 下一个字的 logits）与 poet.json。
+ * 写诗的规则与 tinyformer.poetry.sampling.write 相同（规则里的数从 poet.json 读）：
+ *   - 永不采 never_sampled（<pad>、<bos>、<unk>）；
+ *   - 藏头诗：第 i 句的第一个字强制为第 i 个字（句以 clause_ends 分隔）；写满之前不许 <eos>，写满之后强制 <eos>；
+ *   - 最多写到 max_len 个位置（含 <bos>）。
+ * 采样用网页自己的种子（mulberry32）：同一个种子写出同一首诗，但不会与 Python（torch 的生成器）抽到的逐字相同；
+ * 贪心时与 Python 逐字相同，每一步的概率与 next_distribution 的相同（tests/book/test_poem_writer.py 核对）。
+ *
+ * 页面级接口（测试调用）：
+ *   window.tinyformerPoem({prefix, acrostic, temperature, top_k, top_p, seed, greedy})
+ *     → Promise<{text, steps: [{char, topk: [[字, 概率], …]}]}>：steps[i] 对应 text[prefix.length + i]，
+ *     与 Python 的 Poem.choices 一一对应（被强制的字是 [[字, 1]]；概率为 0 的候选不列出）。
+ */
+(function () {
+  "use strict";
+  if (window.tinyformerPoem) return;
+
+  const absolute = (path) => new URL(path, document.baseURI).href;
+  let loading = null; // load() 的 Promise
+
+  function loadScript(src) {
+    return new Promise((resolve, reject) => {
+      const script = Object.assign(document.createElement("script"), { src });
+      script.onload = resolve;
+      script.onerror = () => reject(new Error(`${src} 没能加载`));
+      document.head.append(script);
+    });
+  }
+
+  /** 加载共用脚本、运行时与模型（只一次）；返回 {live, ort, session, settings, stoi, bytes, seconds}。 */
+  function load(root) {
+    loading ??= (async () => {
+      const started = performance.now();
+      if (!window.tinyformerLive) await loadScript(absolute(root.dataset.shared));
+      const live = window.tinyformerLive;
+      const ort = await live.loadRuntime(absolute(root.dataset.runtime));
+      const base = absolute(root.dataset.model);
+      const settings = await (await fetch(base + "poet.json")).json();
+      const session = await ort.InferenceSession.create(base + "poet.onnx", { executionProviders: ["wasm"] });
+      const stoi = new Map(settings.itos.map((ch, i) => [ch, i]));
+      const bytes = performance
+        .getEntriesByType("resource")
+        .filter((e) => e.startTime >= started)
+        .reduce((sum, e) => sum + (e.encodedBodySize || e.transferSize || 0), 0);
+      return { live, ort, session, settings, stoi, bytes, seconds: (performance.now() - started) / 1000 };
+    })();
+    loading.catch(() => (loading = null)); // 失败了下次再试
+    return loading;
+  }
+
+  const SPECIAL = /^<.*>$/;
+
+  /** 与 write 相同的检查；不合格时抛出中文消息。 */
+  function check(model, prefix, acrostic) {
+    const { stoi, settings } = model;
+    const text = prefix + (acrostic ?? "");
+    const unknown = [...new Set([...text])].filter((ch) => !stoi.has(ch) || SPECIAL.test(ch)).sort();
+    if (unknown.length) throw new Error(`这些字不在模型的字表里：${unknown.join("")}（字表只有全唐诗里出现过至少几次的字）`);
+    if (acrostic != null && prefix) throw new Error("续写与藏头只能选一种");
+    if (acrostic != null && !acrostic.length) throw new Error("藏头诗要给出每句开头的字（4 个或 8 个）");
+    if ([...prefix].length + 1 >= settings.max_len) throw new Error(`开头太长：模型最多读 ${settings.max_len - 1} 个字`);
+  }
+
+  /** 写一首：规则同 tinyformer.poetry.sampling.write（见文件开头）。onStep({char, topk, forced}) 每写一个字调用一次。 */
+  async function writePoem(model, options, onStep) {
+    const { live, ort, session, settings, stoi } = model;
+    const prefix = options.prefix ?? "";
+    const acrostic = options.acrostic ? [...options.acrostic] : null;
+    check(model, prefix, options.acrostic ?? null);
+    const ends = new Set(settings.clause_ends);
+    const start = [settings.bos_id, ...[...prefix].map((ch) => stoi.get(ch))];
+    // 藏头诗的约束：按已写完的句数强制下一个字或 <eos>；否则只禁止 never_sampled（与写满之前的 <eos>）
+    const constrain = (ids) => {
+      const last = ids[ids.length - 1];
+      if (acrostic) {
+        const clauses = ids.slice(start.length).filter((id) => ends.has(id)).length;
+        if (clauses === acrostic.length && ends.has(last)) return { force: settings.eos_id };
+        if (clauses < acrostic.length && (last === settings.bos_id || ends.has(last))) {
+          return { force: stoi.get(acrostic[clauses]) };
+        }
+        return { ban: [...settings.never_sampled, settings.eos_id] };
+      }
+      return { ban: settings.never_sampled };
+    };
+    const step = async ([ids]) => {
+      const tensor = new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, ids.length]);
+      const { logits } = await session.run({ ids: tensor });
+      return { logits: [logits.data] };
+    };
+    const toChars = (record) => ({
+      char: settings.itos[record.next],
+      // 概率为 0 的候选（被 top-k/top-p 去掉、被禁止的）不列出：它们并列，顺序没有意义
+      topk: record.top.filter(([, p]) => p > 0).map(([id, p]) => [settings.itos[id], p]),
+      forced: record.forced,
+      support: record.support,
+    });
+    const { steps } = await live.sampleDecode({
+      step,
+      bos: settings.bos_id,
+      eos: settings.eos_id,
+      start,
+      maxLen: settings.max_len - start.length,
+      greedy: Boolean(options.greedy),
+      temperature: options.temperature ?? 1,
+      topK: options.top_k ?? null,
+      topP: options.top_p ?? null,
+      seed: options.seed ?? 0,
+      constrain,
+      show: settings.show,
+      onStep: onStep && ((record) => record.next !== settings.eos_id && onStep(toChars(record))),
+    });
+    const written = steps.filter((s) => s.next !== settings.eos_id).map(toChars);
+    return { text: prefix + written.map((s) => s.char).join(""), steps: written };
+  }
+
+  // ---- 页面 ----
+
+  const STYLE = `
+    .poem-writer { border: 1px solid var(--pst-color-border, #d0d7de); border-radius: 6px; padding: 0.8em 1em; margin: 1em 0; max-width: 100%; box-sizing: border-box; }
+    .poem-writer fieldset { border: 0; padding: 0; margin: 0 0 0.5em; display: flex; flex-wrap: wrap; gap: 0.3em 1.2em; align-items: center; min-width: 0; }
+    .poem-writer legend { padding: 0; font-weight: 600; font-size: 1em; margin-bottom: 0.2em; }
+    .poem-writer label { display: inline-flex; align-items: center; gap: 0.4em; flex-wrap: wrap; }
+    .poem-writer .pw-text input { width: 16em; max-width: 100%; font-size: 1.05em; padding: 0.15em 0.4em; }
+    .poem-writer .pw-text { flex: 1 1 100%; }
+    .poem-writer input[type=range] { width: 8em; }
+    .poem-writer input[type=number] { width: 6em; }
+    .poem-writer input, .poem-writer button { color: inherit; background: var(--pst-color-background, #fff); border: 1px solid var(--pst-color-border, #8c959f); border-radius: 4px; }
+    .poem-writer input[type=range] { border: 0; background: transparent; accent-color: var(--pst-color-primary, #0969da); }
+    .poem-writer button { padding: 0.25em 1.2em; font-size: 1em; cursor: pointer; }
+    .poem-writer :focus-visible { outline: 2px solid var(--pst-color-primary, #0969da); outline-offset: 2px; }
+    .poem-writer output { font-variant-numeric: tabular-nums; min-width: 2.6em; }
+    .poem-writer .pw-status { color: var(--pst-color-text-muted, #57606a); font-size: 0.85em; margin: 0.4em 0; }
+    .poem-writer .pw-poem { font-size: 1.5em; letter-spacing: 0.08em; line-height: 1.7; margin: 0.4em 0; min-height: 1.7em; overflow-wrap: anywhere; }
+    .poem-writer .pw-poem .pw-given { color: var(--pst-color-text-muted, #57606a); }
+    .poem-writer .pw-poem .pw-forced { text-decoration: underline; text-underline-offset: 0.2em; }
+    .poem-writer .pw-steps { display: grid; grid-template-columns: repeat(auto-fill, minmax(9.5em, 1fr)); gap: 0.5em; padding: 0; margin: 0.5em 0 0; list-style: none; }
+    .poem-writer .pw-step { border: 1px solid var(--pst-color-border, #d0d7de); border-radius: 4px; padding: 0.3em 0.5em; font-size: 0.85em; min-width: 0; }
+    .poem-writer .pw-step > b { font-size: 1.25em; margin-right: 0.3em; }
+    .poem-writer .pw-bar { display: grid; grid-template-columns: minmax(1.3em, auto) 1fr 3.6em; align-items: center; gap: 0.3em; }
+    .poem-writer .pw-bar span:nth-child(2) { height: 0.7em; background: var(--pst-color-border, #d0d7de); border-radius: 2px; overflow: hidden; }
+    .poem-writer .pw-bar i { display: block; height: 100%; background: var(--pst-color-primary, #0969da); opacity: 0.55; }
+    .poem-writer .pw-bar.pw-chosen i { opacity: 1; }
+    .poem-writer .pw-bar.pw-chosen { font-weight: 600; }
+    .poem-writer .pw-bar span:last-child { text-align: right; font-variant-numeric: tabular-nums; }`;
+
+  const percent = (p) => (p >= 0.9995 ? "100%" : p < 0.0005 ? "<0.1%" : `${(100 * p).toFixed(1)}%`);
+
+  function stepCard(step, index) {
+    const item = document.createElement("li");
+    item.className = "pw-step";
+    const head = document.createElement("b");
+    head.textContent = step.char;
+    item.append(head, `第 ${index + 1} 字${step.forced ? "（藏头，强制）" : ""}`);
+    for (const [ch, p] of step.topk) {
+      const bar = document.createElement("div");
+      bar.className = "pw-bar" + (ch === step.char ? " pw-chosen" : "");
+      const label = document.createElement("span");
+      label.textContent = ch === "<eos>" ? "完" : ch; // <eos>：诗到这里结束
+      const track = document.createElement("span");
+      const fill = document.createElement("i");
+      fill.style.width = `${(100 * p).toFixed(1)}%`;
+      track.append(fill);
+      const value = document.createElement("span");
+      value.textContent = percent(p);
+      bar.append(label, track, value);
+      bar.title = `${ch === "<eos>" ? "<eos>（结束）" : ch}：${p.toFixed(4)}`;
+      item.append(bar);
+    }
+    return item;
+  }
+
+  function setUp(root) {
+    if (!document.getElementById("pw-style")) {
+      document.head.append(Object.assign(document.createElement("style"), { id: "pw-style", textContent: STYLE }));
+    }
+    const $ = (selector) => root.querySelector(selector);
+    const input = $(".pw-input");
+    const button = $(".pw-run");
+    const status = $(".pw-status");
+    const poem = $(".pw-poem");
+    const list = $(".pw-steps");
+    const sliders = ["temperature", "top_k", "top_p"].map((name) => [name, $(`.pw-${name}`)]);
+    const show = () => {
+      for (const [name, slider] of sliders) {
+        const out = root.querySelector(`output[for="${slider.id}"]`);
+        const value = Number(slider.value);
+        out.value = name === "top_k" && value === 0 ? "不限" : name === "top_p" && value === 1 ? "不限" : slider.value;
+      }
+      const greedy = $(".pw-greedy").checked;
+      for (const [, slider] of sliders) slider.disabled = greedy;
+      $(".pw-seed").disabled = greedy;
+    };
+    root.addEventListener("input", show);
+    show();
+    const options = () => {
+      const acrosticMode = $(".pw-mode-acrostic").checked;
+      const text = input.value.trim();
+      const topK = Number($(".pw-top_k").value);
+      const topP = Number($(".pw-top_p").value);
+      return {
+        prefix: acrosticMode ? "" : text,
+        acrostic: acrosticMode ? text : null,
+        temperature: Number($(".pw-temperature").value),
+        top_k: topK === 0 ? null : topK,
+        top_p: topP === 1 ? null : topP,
+        seed: Math.trunc(Number($(".pw-seed").value) || 0),
+        greedy: $(".pw-greedy").checked,
+      };
+    };
+    let busy = false;
+    const run = async () => {
+      if (busy) return;
+      busy = true;
+      button.disabled = true; // 文本框照样可以聚焦、可以改
+      root.dataset.state = "busy";
+      poem.replaceChildren();
+      list.replaceChildren();
+      let model;
+      try {
+        if (!loading) status.textContent = "正在下载模型与 WebAssembly 运行时……";
+        model = await load(root);
+      } catch (err) {
+        console.warn("poem writer: the model did not load", err);
+        status.textContent = "模型没能加载：从 file:// 打开时浏览器不允许加载 WebAssembly 模型，请通过 http 访问本站（详细原因见浏览器的控制台）";
+        root.dataset.state = "error";
+        button.disabled = false;
+        busy = false;
+        return;
+      }
+      const chosen = options();
+      const given = document.createElement("span");
+      given.className = "pw-given";
+      given.textContent = chosen.prefix;
+      poem.append(given);
+      const started = performance.now();
+      let count = 0;
+      try {
+        await writePoem(model, chosen, async (step) => {
+          const ch = document.createElement("span");
+          ch.textContent = step.char;
+          if (step.forced) ch.className = "pw-forced";
+          poem.append(ch);
+          list.append(stepCard(step, count));
+          count += 1;
+          await new Promise((resolve) => setTimeout(resolve, 0)); // 让浏览器把这个字画出来
+        });
+        const mb = (model.bytes / 1e6).toFixed(1);
+        status.textContent = `写了 ${count} 个字，在本页的 WebAssembly 里算完，用时 ${((performance.now() - started) / 1000).toFixed(2)} 秒` +
+          (model.bytes ? `（模型与运行时共下载 ${mb} MB，之后不再下载）` : "");
+        root.dataset.state = "done";
+      } catch (err) {
+        poem.replaceChildren();
+        list.replaceChildren();
+        status.textContent = err.message;
+        root.dataset.state = "error";
+      }
+      button.disabled = false;
+      busy = false;
+    };
+    button.addEventListener("click", run);
+    input.addEventListener("keydown", (e) => e.key === "Enter" && run());
+    $(".pw-mode-acrostic").addEventListener("change", () => {
+      if (!input.value || input.value === input.dataset.prefix) input.value = input.dataset.acrostic;
+    });
+    $(".pw-mode-prefix").addEventListener("change", () => {
+      if (!input.value || input.value === input.dataset.acrostic) input.value = input.dataset.prefix;
+    });
+  }
+
+  /** 页面级接口（测试用）：不动页面，只写诗。第一次调用时加载模型。 */
+  window.tinyformerPoem = async (options) => {
+    const root = document.querySelector(".poem-writer");
+    const model = await load(root);
+    const { text, steps } = await writePoem(model, options);
+    return { text, steps: steps.map(({ char, topk, support }) => ({ char, topk, support })) };
+  };
+
+  const start = () => document.querySelectorAll(".poem-writer").forEach(setUp);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

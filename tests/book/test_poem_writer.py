@@ -1,0 +1,319 @@
+"""第 9 章网页上的写诗器（_ext/poem_writer.py、_static_ch09/poem_writer/poem_writer.js）在无头 Chromium 里。
+
+- 贪心：``window.tinyformerPoem({prefix 或 acrostic, greedy: true})`` 写出的诗与 Python 的
+  ``tinyformer.poetry.sampling.write(..., greedy=True)`` 逐字相同（3 个开头 + 1 首藏头诗），每步的候选字相同，
+  概率与 Python 的相差 ≤ PROB_TOL；
+- 采样：网页用自己的种子（同一个种子写出同一首诗），每一步的候选与概率就是 Python 在同一个前缀上、同样的
+  温度 / top-k / top-p 下 ``next_distribution`` 给出的（字相同，概率相差 ≤ PROB_TOL，留下的字数相同）；
+- 按下“写诗”之前不请求模型、运行时与共用脚本（滚进视野、把焦点移进文本框都不算），页面打开时的字节 ≤ 4 MB；
+  按下之后才加载；页面上写的下载大小就是网站里文件的大小；
+- 390 px 宽时控件不横向溢出；每个控件都能用 Tab 走到，回车写诗；
+- 截图（桌面 1366 px、手机 390 px，浅色、深色）存到 _build/screenshots/poem_writer_*.png。
+
+PROB_TOL：onnxruntime 与 torch 的 logits 相差约 4e-6（tests/unit/test_poetry_export.py），概率相差远小于 1e-4。
+需要构建好的网站与 Debian 的 chromium；缺少时跳过，CI=true 时失败（同 tests/book/test_browser.py）。
+"""
+
+import re
+from urllib.parse import unquote
+
+import pytest
+import torch
+
+from tests.book import test_browser
+from tests.book.test_browser import Visit
+from tests.kit import ROOT, playwright_chromium
+from tinyformer.poetry.pretrained import load_model
+from tinyformer.poetry.sampling import next_distribution, write
+
+pytestmark = pytest.mark.browser
+
+PAGE = "chapters/ch09_gpt_poetry"
+WIDGET = ".poem-writer"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+PROB_TOL = 1e-4
+SHOW = 5  # 每步列出的候选数（poet.json 的 show）
+BEFORE_INTERACTION = 4_000_000  # 字节：页面打开时（写诗器还没加载）
+HEAVY = ("poem_model", "onnxruntime-web", "live_translator")
+PREFIXES = ["白日依山尽，", "春眠不觉晓，", "床前明月光，"]
+ACROSTIC = "春夏秋冬"
+SAMPLING = [  # (温度, top-k, top-p, 种子)
+    (0.8, 20, 0.9, 0),
+    (1.3, None, 0.8, 1),
+    (0.6, 5, None, 2),
+    (1.0, None, None, 3),
+]
+
+server = test_browser.server  # 同一个 fixture：本机随机端口上的 http.server
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    sync_playwright, executable = playwright_chromium()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True)
+        yield browser
+        browser.close()
+
+
+class Page(Visit):
+    """test_browser.Visit 在自己的上下文里（空缓存，量字节才准）。"""
+
+    def __init__(self, chromium, url, **context):
+        self.context = chromium.new_context(**context)
+        super().__init__(self.context, url)
+        self.page.wait_for_load_state("networkidle")
+
+    def loaded(self, site):
+        files = {site / unquote(p).lstrip("/") for p in self.paths}
+        return {f for f in files if f.is_file()}
+
+    def write_on_page(self):
+        """按下“写诗”，等它写完。"""
+        self.page.click(f"{WIDGET} .pw-run")
+        self.wait_done()
+
+    def wait_done(self):
+        self.page.wait_for_function(
+            f"() => ['done', 'error'].includes(document.querySelector('{WIDGET}').dataset.state)",
+            timeout=120_000,
+        )
+        assert self.page.locator(WIDGET).get_attribute("data-state") == "done", (
+            self.page.inner_text(f"{WIDGET} .pw-status")
+        )
+
+
+@pytest.fixture
+def open_page(chromium, server):
+    pages = []
+
+    def open_(**context):
+        pages.append(Page(chromium, f"{server}/{PAGE}.html", **context))
+        return pages[-1]
+
+    yield open_
+    for p in pages:
+        p.context.close()
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_model()
+
+
+@pytest.fixture(scope="module")
+def shared_page(chromium, server):
+    page = Page(chromium, f"{server}/{PAGE}.html")
+    yield page
+    page.context.close()
+
+
+def reference_step(model, vocab, text_before, acrostic, settings):
+    """Python 在前缀 <bos> + text_before 上的采样分布（write 的规则：禁 <pad>/<bos>/<unk>，藏头时也禁 <eos>）。"""
+    with torch.no_grad():
+        logits = model(torch.tensor([vocab.encode(text_before, bos=True)]))[0, -1]
+    logits = logits.index_fill(
+        0, torch.tensor([vocab.pad_id, vocab.bos_id, vocab.unk_id]), -torch.inf
+    )
+    if acrostic:
+        logits[vocab.eos_id] = -torch.inf
+    if settings is None:  # 贪心
+        return torch.softmax(logits, -1)
+    temperature, top_k, top_p = settings
+    return next_distribution(logits, temperature, top_k, top_p)
+
+
+def check_steps(web, model, vocab, prefix, acrostic, settings):
+    """每一步：候选字与 Python 的 topk 相同、概率相差 ≤ PROB_TOL、留下的字数相同、抽到的字概率 > 0。"""
+    worst = 0.0
+    text = web["text"]
+    for i, step in enumerate(web["steps"]):
+        before = text[: len(prefix) + i]
+        if step["topk"] == [[step["char"], 1]] and acrostic and (i == 0 or before[-1] in "，。"):
+            continue  # 藏头：强制的字
+        probs = reference_step(model, vocab, before, acrostic, settings)
+        top = torch.topk(probs, min(SHOW, int((probs > 0).sum())))  # 网页不列出概率为 0 的候选
+        assert [ch for ch, _ in step["topk"]] == [vocab.itos[j] for j in top.indices.tolist()], i
+        for (_, p), q in zip(step["topk"], top.values.tolist(), strict=True):
+            worst = max(worst, abs(p - q))
+        assert step["support"] == int((probs > 0).sum()), i
+        assert probs[vocab.stoi[step["char"]]] > 0, i
+    assert worst <= PROB_TOL, worst
+    return worst
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_greedy_poems_equal_pythons(shared_page, shipped, prefix):
+    model, vocab = shipped
+    web = shared_page.page.evaluate(
+        "(p) => window.tinyformerPoem({ prefix: p, greedy: true })", prefix
+    )
+    poem = write(model, vocab, prefix, greedy=True)
+    assert web["text"] == poem.text
+    assert [s["char"] for s in web["steps"]] == list(poem.text[len(prefix) :])
+    for step, choices in zip(web["steps"], poem.choices, strict=True):
+        assert [ch for ch, _ in step["topk"]] == [ch for ch, _ in choices]
+    assert all(len(s["topk"]) == SHOW for s in web["steps"])
+    check_steps(web, model, vocab, prefix, None, None)
+
+
+def test_greedy_acrostic_equals_pythons(shared_page, shipped):
+    model, vocab = shipped
+    web = shared_page.page.evaluate(
+        "(a) => window.tinyformerPoem({ acrostic: a, greedy: true })", ACROSTIC
+    )
+    poem = write(model, vocab, acrostic=ACROSTIC, greedy=True)
+    assert web["text"] == poem.text
+    clauses = [c for c in re.split("[，。]", web["text"]) if c]
+    assert [c[0] for c in clauses] == list(ACROSTIC)
+    check_steps(web, model, vocab, "", ACROSTIC, None)
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p, seed", SAMPLING)
+def test_sampled_steps_follow_next_distribution(
+    shared_page, shipped, temperature, top_k, top_p, seed
+):
+    model, vocab = shipped
+    options = {
+        "prefix": "白日",
+        "temperature": temperature,
+        "top_k": top_k,
+        "top_p": top_p,
+        "seed": seed,
+    }
+    web = shared_page.page.evaluate("(o) => window.tinyformerPoem(o)", options)
+    again = shared_page.page.evaluate("(o) => window.tinyformerPoem(o)", options)
+    assert again["text"] == web["text"]  # 同一个种子，同一首诗
+    assert web["text"].startswith("白日") and len(web["text"]) > 2
+    check_steps(web, model, vocab, "白日", None, (temperature, top_k, top_p))
+    if top_k is not None:
+        assert all(s["support"] <= top_k for s in web["steps"])
+
+
+def test_sampled_acrostic_keeps_its_heads(shared_page, shipped):
+    model, vocab = shipped
+    options = {"acrostic": "风花雪月", "temperature": 1.0, "top_p": 0.9, "seed": 5}
+    web = shared_page.page.evaluate("(o) => window.tinyformerPoem(o)", options)
+    clauses = [c for c in re.split("[，。]", web["text"]) if c]
+    assert [c[0] for c in clauses] == list("风花雪月")
+    assert web["text"][-1] in "，。"
+    check_steps(web, model, vocab, "", "风花雪月", (1.0, None, 0.9))
+
+
+def test_unknown_characters_are_named(shared_page):
+    message = shared_page.page.evaluate(
+        "() => window.tinyformerPoem({ prefix: 'Hello' }).then(() => 'no error', (e) => e.message)"
+    )
+    assert message.startswith("这些字不在模型的字表里：Hel")
+
+
+def test_nothing_heavy_loads_before_the_reader_asks(open_page, site):
+    visit = open_page()
+    page = visit.page
+    page.locator(WIDGET).scroll_into_view_if_needed()
+    page.focus(f"{WIDGET} .pw-input")
+    page.keyboard.type("x")  # 焦点在文本框、打字，都还不加载
+    page.wait_for_timeout(500)
+    before = visit.loaded(site)
+    heavy = sorted(
+        str(f.relative_to(site)) for f in before if set(f.relative_to(site).parts) & set(HEAVY)
+    )
+    assert heavy == []
+    weight = sum(f.stat().st_size for f in before)
+    assert weight <= BEFORE_INTERACTION, f"{weight / 1e6:.2f} MB before interaction"
+    page.fill(f"{WIDGET} .pw-input", "白日依山尽，")
+    visit.write_on_page()
+    after = {str(f.relative_to(site)) for f in visit.loaded(site)}
+    assert {"_static/poem_model/poet.onnx", "_static/poem_model/poet.json"} <= after
+    assert "_static/live_translator/live_translator.js" in after
+    assert visit.errors == [] and visit.failed == [] and visit.external == []
+    (SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "poem_writer_bytes.txt").write_text(
+        f"before interaction: {weight} bytes\n"
+        f"after: {sum((site / p).stat().st_size for p in after)} bytes\n"
+    )
+
+
+def test_the_stated_download_sizes_are_the_sites(site):
+    html = (site / f"{PAGE}.html").read_text(encoding="utf-8")
+    model_mb, runtime_mb = map(
+        float, re.search(r"模型约 ([\d.]+) MB，WebAssembly 运行时约 ([\d.]+) MB", html).groups()
+    )
+    model = sum(p.stat().st_size for p in (site / "_static" / "poem_model").iterdir())
+    runtime = sum(p.stat().st_size for p in (site / "_static" / "onnxruntime-web").iterdir())
+    assert model_mb == round(model / 1e6, 1)
+    assert runtime_mb == round(runtime / 1e6, 1)
+
+
+def test_only_chapter_9_references_the_poem_writer(site):
+    referencing = sorted(
+        str(page.relative_to(site))
+        for page in site.rglob("*.html")
+        if re.search(r"_static/(poem_model|poem_writer)/", page.read_text(encoding="utf-8"))
+    )
+    assert referencing == [f"{PAGE}.html"]
+
+
+def test_the_page_writes_pythons_greedy_poem_with_the_keyboard(open_page, shipped):
+    model, vocab = shipped
+    visit = open_page()
+    page = visit.page
+    page.focus(f"{WIDGET} .pw-mode-prefix")
+    order = []
+    for _ in range(8):
+        order.append(page.evaluate("() => document.activeElement.className"))
+        page.keyboard.press("Tab")
+    assert order == [
+        "pw-mode-prefix",
+        "pw-input",
+        "pw-temperature",
+        "pw-top_k",
+        "pw-top_p",
+        "pw-seed",
+        "pw-greedy",
+        "pw-run",
+    ]
+    page.focus(f"{WIDGET} .pw-greedy")
+    page.keyboard.press("Space")  # 勾上“贪心”
+    page.focus(f"{WIDGET} .pw-run")
+    page.keyboard.press("Enter")
+    visit.wait_done()
+    expected = write(model, vocab, "白日依山尽，", greedy=True)
+    assert page.inner_text(f"{WIDGET} .pw-poem") == expected.text
+    assert page.locator(f"{WIDGET} .pw-poem").get_attribute("aria-live") == "polite"
+    assert page.locator(f"{WIDGET} .pw-step").count() == len(expected.choices)
+    # 写的时候文本框可以聚焦
+    assert page.locator(f"{WIDGET} .pw-input").is_enabled()
+    # 藏头：选上，文本框换成四个字，写出来每句的头就是它们
+    page.check(f"{WIDGET} .pw-mode-acrostic")
+    assert page.input_value(f"{WIDGET} .pw-input") == ACROSTIC
+    page.click(f"{WIDGET} .pw-run")
+    visit.wait_done()
+    assert (
+        page.inner_text(f"{WIDGET} .pw-poem")
+        == write(model, vocab, acrostic=ACROSTIC, greedy=True).text
+    )
+    assert visit.errors == []
+
+
+@pytest.mark.parametrize(
+    "width, scheme", [(1366, "light"), (1366, "dark"), (390, "light"), (390, "dark")]
+)
+def test_fits_the_width_and_screenshots(open_page, width, scheme):
+    visit = open_page(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    page = visit.page
+    page.check(f"{WIDGET} .pw-greedy")
+    visit.write_on_page()
+    widths = page.evaluate(
+        f"""() => {{ const w = document.querySelector('{WIDGET}');
+          const inside = [...w.querySelectorAll('*')].map((e) => e.getBoundingClientRect().right);
+          return {{ page: document.documentElement.scrollWidth, view: window.innerWidth,
+                    box: w.getBoundingClientRect().right, inside: Math.max(...inside),
+                    scroll: w.scrollWidth, client: w.clientWidth }}; }}"""
+    )
+    assert widths["page"] <= widths["view"], widths
+    assert widths["inside"] <= widths["box"] + 1, widths
+    assert widths["scroll"] <= widths["client"], widths
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator(WIDGET).screenshot(path=str(SCREENSHOTS / f"poem_writer_{width}_{scheme}.png"))
+    assert visit.errors == []
