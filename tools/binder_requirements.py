@@ -41,6 +41,7 @@ BUILD_AND_TEST = {
     "pytest",
     "ruff",
     "import-linter",
+    "opencc",
     "playwright",
     "pypdf",
     "nbstripout",
