@@ -1,5 +1,7 @@
 """training.py：批量的右移与填充、标签平滑的交叉熵等于 torch 的、预热学习率、训练可复现。"""
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -165,6 +167,38 @@ def test_training_is_reproducible_and_fits_a_tiny_set():
     assert first.losses == second.losses and first.steps == 80
     assert len(first.lrs) == 80 and first.lrs[9] == max(first.lrs)
     assert sum(first.losses[-10:]) / 10 < 0.05  # 三个句对被背下来了
+
+
+def test_a_shorter_run_is_the_start_of_a_longer_one():
+    """随包发布的检查点是各自独立的 --steps N 训练：学习率与总步数无关，dropout 与数据顺序只看种子，
+    所以同一台机器上短的训练与长的训练的前 N 步逐位相同。"""
+    snapshot = {}
+
+    def grab(step, model):
+        if step == 6:
+            snapshot.update(copy.deepcopy(model.state_dict()))
+        return False
+
+    def run(steps, callback=None):
+        model = tiny_transformer(src_vocab_size=10, tgt_vocab_size=10, dropout=0.1).train()
+        history = train(
+            model,
+            EXAMPLES,
+            max_steps=steps,
+            batch_size=2,
+            warmup=10,
+            progress=False,
+            callback=callback,
+        )
+        return model, history
+
+    short, short_history = run(6)
+    _, long_history = run(15, grab)
+    assert long_history.lrs[:6] == short_history.lrs
+    assert long_history.losses[:6] == short_history.losses
+    state = short.state_dict()
+    assert state.keys() == snapshot.keys()
+    assert all(torch.equal(state[name], snapshot[name]) for name in state)
 
 
 def test_training_stops_when_callback_says_so():

@@ -12,7 +12,10 @@
     python -m tinyformer.translation train --steps 600 --seed 0 --out src/tinyformer/translation/weights/zh_en_step600.safetensors
 
 并把命令、torch 版本、日期、CPU 和各自的指标写进 ``weights/zh_en.json``（:func:`provenance`）。
-学习率只取决于步数、数据顺序只取决于种子，所以第 100 步的检查点就是 600 步训练途中的第 100 步。
+三个文件来自三次各自独立的训练（``--steps 100``、``--steps 150``、``--steps 600``），不是一次训练途中存下的。
+学习率只取决于当前的步数（预热 400 步，与总步数无关），数据顺序和 dropout 只取决于种子，所以在同一台机器、
+同样的线程数上，短的那次训练与长的那次的前 N 步逐位相同（``tests/unit/test_training.py`` 在小模型上核对）；
+换一种 CPU 就不再逐位相同。
 """
 
 from __future__ import annotations
