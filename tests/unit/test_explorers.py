@@ -157,6 +157,7 @@ def test_layer_norm_gradient_data_has_one_row_per_layer():
         (lambda: explorers.encoder_decoder_data(d_model=0), "d_model"),
         (lambda: explorers.checkpoint_data(num_sentences=0), "num_sentences"),
         (lambda: explorers.checkpoint_data(beam_size=0), "beam_size"),
+        (lambda: explorers.sampling_data(shown=0), "shown"),
     ],
 )
 def test_bad_arguments_are_named(call, match):
@@ -267,6 +268,25 @@ def test_checkpoint_data_on_the_shipped_weights():
     assert [t["correct"] for t in final] == [t["text"] == sentence["en"] for t in final]
 
 
+def test_sampling_data_is_the_package_distribution_and_every_control_value_has_data():
+    data = explorers.sampling_data()
+    chart = explorers.sampling_explorer()
+    assert explorers.chart_datasets(chart) == [data["summary"], data["bars"]]
+    assert_controls_cover_data(chart, data["bars"], {})
+    for row in data["summary"]:
+        bars = [
+            b for b in data["bars"] if (b["t"], b["k"], b["p"]) == (row["t"], row["k"], row["p"])
+        ]
+        if row["k"]:  # top-k 最多留 k 个字
+            assert row["kept"] <= row["k"]
+            assert sum(b["prob"] > 0 for b in bars) <= row["k"]
+        # 原始分布里最大的字总被留下；温度越低、截得越狠，它的概率越大
+        assert bars[0]["prob"] == row["top"] > 0
+    by = {(r["t"], r["k"], r["p"]): r["top"] for r in data["summary"]}
+    assert by[0.5, 0, 1.0] > by[0.7, 0, 1.0] > by[1.0, 0, 1.0] > by[1.5, 0, 1.0]
+    assert by[1.0, 3, 1.0] > by[1.0, 10, 1.0] > by[1.0, 50, 1.0] > by[1.0, 0, 1.0]
+
+
 def has_bound_params(spec: dict) -> bool:
     """规格（或它的子图）里有绑定到控件的参数。"""
     if any("bind" in p for p in spec.get("params", [])):
@@ -274,7 +294,7 @@ def has_bound_params(spec: dict) -> bool:
     return any(has_bound_params(sub) for key in ("layer", "vconcat") for sub in spec.get(key, []))
 
 
-CHAPTERS = sorted((ROOT / "chapters").glob("ch0[1-8]_*.ipynb"))
+CHAPTERS = sorted((ROOT / "chapters").glob("ch0[1-9]_*.ipynb"))
 PICTURE_BUDGET = 40_000  # 每张静态图的字节数上限（base64 之前）；现在 11–35 KB
 
 

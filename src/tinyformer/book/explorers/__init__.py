@@ -11,6 +11,7 @@
 ``layer_norm_gradient``    层归一化、残差与前馈网络
 ``encoder_decoder``        编码器与解码器
 ``trained_model``          完整模型：训练一个中译英 Transformer
+``poetry``                 只有解码器：在全唐诗上预训练一个 GPT
 ``charts``                 共用：舍入、控件、热力图、:func:`show`
 =========================  ==========================================
 
@@ -57,6 +58,7 @@ from .dependency import dependency_data, dependency_explorer
 from .embedding_scale import embedding_scale_data, embedding_scale_explorer
 from .encoder_decoder import encoder_decoder_data, encoder_decoder_explorer
 from .layer_norm_gradient import layer_norm_gradient_data, layer_norm_gradient_explorer
+from .poetry import sampling_data, sampling_explorer
 from .positional_curves import positional_curves_data, positional_curves_explorer
 from .relative_position import relative_position_data, relative_position_explorer
 from .trained_model import checkpoint_data, checkpoint_explorer
@@ -84,6 +86,8 @@ __all__ = [
     "relative_position_explorer",
     "checkpoint_data",
     "checkpoint_explorer",
+    "sampling_data",
+    "sampling_explorer",
     "render",
     "show",
 ]
