@@ -7,7 +7,7 @@
 （``_static/live_translator/live_translator.js``）是第 8 章网页翻译器的那一份，不另放一份。
 
 与网页翻译器同一条规则（``live_translator.export_when_stale``）：随包的权重、包的源代码和 torch 版本都没变时
-跳过导出（``.stamp``）。只有第 9 章的页面（chapters/ch09_poem_writer_cell.md 那一格的 ``{raw} html``）引用
+跳过导出（``.stamp``）。只有“只有解码器”一章的页面（chapters/ch09_gpt_poetry.ipynb 里那一格的 ``{raw} html``）引用
 这些文件，而且读者按下“写诗”之前浏览器不请求它们。
 """
 

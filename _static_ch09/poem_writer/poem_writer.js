@@ -1,9 +1,9 @@
 /*
- * 第 9 章：在读者的浏览器里写诗（onnxruntime-web，WebAssembly）。
+ * “只有解码器”一章：在读者的浏览器里写诗（onnxruntime-web，WebAssembly）。
  *
- * 页面上的 <div class="poem-writer" data-runtime="…" data-model="…" data-shared="…"> 由第 9 章的
+ * 页面上的 <div class="poem-writer" data-runtime="…" data-model="…" data-shared="…"> 由“只有解码器”一章的
  * {raw} html 单元格写出（chapters/ch09_poem_writer_cell.md）。读者按下“写诗”之前什么都不加载；按下后才加载：
- *   - 第 8 章的 live_translator.js（onnxruntime 的加载，以及与模型无关的解码与采样 sampleDecode：
+ *   - “完整模型”一章的 live_translator.js（onnxruntime 的加载，以及与模型无关的解码与采样 sampleDecode：
  *     网页上只有这一份）；
  *   - onnxruntime-web 的 WebAssembly 运行时；
  *   - tinyformer.poetry.export.export_poet 导出的 poet.onnx（整段前缀 → 下一个字的 logits）与 poet.json。

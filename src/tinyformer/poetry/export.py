@@ -4,7 +4,7 @@ r"""把写诗模型导出成 ONNX，让网页在读者的浏览器里写诗（�
 
 - ``poet.onnx``：整段前缀 ids (B, T)（以 ``<bos>`` 开头，T ≤ ``max_len``）→ 最后一个位置的 logits (B, V)。
   不带键/值缓存：诗最多 ``max_len`` = 66 个位置，每步重算整段前缀的代价很小，而一张输入输出固定的图
-  比把每层的 K、V 当作输入和输出简单得多（与第 8 章的 ``decoder.onnx`` 同一个取舍）。它与
+  比把每层的 K、V 当作输入和输出简单得多（与“完整模型”一章的 ``decoder.onnx`` 同一个取舍）。它与
   :func:`~tinyformer.poetry.sampling.write` 的 ``use_cache=False`` 相同：那里每步也把整段送入。
 - ``poet.json``：字表 ``itos``、特殊词元的编号、``max_len``、分句的标点 ``clause_ends``（藏头诗按它数句）、
   永不采样的词元 ``never_sampled``，以及每步显示几个候选 ``show``——浏览器照
