@@ -18,11 +18,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load, load_model, save
@@ -30,7 +33,7 @@ from torch import nn
 
 from .atomic import atomic_write
 
-__all__ = ["WeightsError", "load_weights", "read_metadata", "save_weights"]
+__all__ = ["WeightsError", "load_weights", "open_for_reading", "read_metadata", "save_weights"]
 
 METADATA_KEY = "tinyformer"
 DIGEST_KEY = "sha256"  # 数据区的 SHA-256（十六进制），读时核对
@@ -126,19 +129,27 @@ def load_weights(path: str | os.PathLike, model: nn.Module) -> None:
         raise WeightsError(path, "mismatch", f"does not match the model: {detail}") from None
 
 
-def _readable(path: str | os.PathLike) -> str:
-    """``path`` 是一个能读的普通文件；否则给出真正的原因。pickle 文件在这里就拦下，不去解析。"""
-    path = Path(path)
+@contextlib.contextmanager
+def open_for_reading(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """以二进制方式打开 ``path`` 读；没有这个文件、没有读权限、是文件夹时抛出写明原因的 :class:`WeightsError`。"""
     try:
-        with path.open("rb") as file:
-            start = file.read(8)
-            regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
+        file = Path(path).open("rb")
     except FileNotFoundError:
         raise WeightsError(path, "missing", "no such file") from None
     except PermissionError:
         raise WeightsError(path, "permission", "permission denied") from None
     except IsADirectoryError:
         raise WeightsError(path, "not_a_file", "is a directory, not a weights file") from None
+    with file:
+        yield file
+
+
+def _readable(path: str | os.PathLike) -> str:
+    """``path`` 是一个能读的普通文件；否则给出真正的原因。pickle 文件在这里就拦下，不去解析。"""
+    path = Path(path)
+    with open_for_reading(path) as file:
+        start = file.read(8)
+        regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
     if not regular:  # /dev/null、管道……
         raise WeightsError(path, "not_a_file", "is not a regular file (a device or a pipe?)")
     # torch.save 的 zip，或旧式 pickle（\x80 + 协议号 2–5）。safetensors 的头长度也可能以 \x80 开头，

@@ -12,12 +12,11 @@ sampleDecode）在 node 里与 tinyformer.poetry.sampling 核对。
 """
 
 import json
-import subprocess
 
 import pytest
 import torch
 
-from tests.book.test_live_translator import SCRIPT, node  # noqa: F401 -- node 是 fixture
+from tests.book.test_live_translator import node, run_node  # noqa: F401 -- node 是 fixture
 from tinyformer.poetry.pretrained import load_model
 from tinyformer.poetry.sampling import next_distribution, write
 
@@ -32,20 +31,6 @@ SETTINGS = [
     (1.0, 3, 1.0),
     (1.0, 10_000, 0.5),  # k 比词表大
 ]
-
-
-def run_node(node, body: str, data) -> object:  # noqa: F811
-    """在 node 里载入 live_translator.js（m），data 是 JSON；body 是一个 async 函数体，return 的值以 JSON 返回。"""
-    program = (
-        f"const m = require({json.dumps(str(SCRIPT))});\n"
-        "const data = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
-        f"(async () => {{ {body} }})().then((r) => process.stdout.write(JSON.stringify(r)));\n"
-    )
-    result = subprocess.run(
-        [node, "-e", program], input=json.dumps(data), capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def logit_rows():

@@ -269,19 +269,23 @@ STEP_FROM_TABLE = (
 )
 
 
-def run_decoder_js(node, expression, data):
-    """在 node 里对 data 求 expression（一个 Promise）的值；step 是 STEP_FROM_TABLE。"""
+def run_node(node, body: str, data) -> object:
+    """在 node 里载入 live_translator.js（m），data 是 JSON；body 是一个 async 函数体，return 的值以 JSON 返回。"""
     program = (
         f"const m = require({json.dumps(str(SCRIPT))});\n"
         "const data = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
-        f"const step = {STEP_FROM_TABLE};\n"
-        f"({expression}).then((r) => process.stdout.write(JSON.stringify(r)));\n"
+        f"(async () => {{ {body} }})().then((r) => process.stdout.write(JSON.stringify(r)));\n"
     )
     result = subprocess.run(
         [node, "-e", program], input=json.dumps(data), capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def run_decoder_js(node, expression, data):
+    """在 node 里对 data 求 expression（一个 Promise）的值；step 是 STEP_FROM_TABLE。"""
+    return run_node(node, f"const step = {STEP_FROM_TABLE};\nreturn await ({expression});", data)
 
 
 def decoding_cases():

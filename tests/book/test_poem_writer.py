@@ -15,14 +15,12 @@ PROB_TOL：onnxruntime 与 torch 的 logits 相差约 4e-6（tests/unit/test_poe
 """
 
 import re
-from urllib.parse import unquote
 
 import pytest
 import torch
 
-from tests.book import test_browser
-from tests.book.test_browser import Visit
-from tests.kit import ROOT, playwright_chromium
+from tests.book import test_browser, test_inspector
+from tests.kit import ROOT
 from tinyformer.poetry.pretrained import load_model
 from tinyformer.poetry.sampling import next_distribution, write
 
@@ -44,30 +42,12 @@ SAMPLING = [  # (温度, top-k, top-p, 种子)
     (1.0, None, None, 3),
 ]
 
-server = test_browser.server  # 同一个 fixture：本机随机端口上的 http.server
+# 同一组 fixture 与页面类：本机随机端口上的 http.server、无头 Chromium、空缓存上下文里的一页
+server = test_browser.server
+chromium = test_inspector.chromium
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    sync_playwright, executable = playwright_chromium()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield browser
-        browser.close()
-
-
-class Page(Visit):
-    """test_browser.Visit 在自己的上下文里（空缓存，量字节才准）。"""
-
-    def __init__(self, chromium, url, **context):
-        self.context = chromium.new_context(**context)
-        super().__init__(self.context, url)
-        self.page.wait_for_load_state("networkidle")
-
-    def loaded(self, site):
-        files = {site / unquote(p).lstrip("/") for p in self.paths}
-        return {f for f in files if f.is_file()}
-
+class Page(test_inspector.Page):
     def write_on_page(self):
         """按下“写诗”，等它写完。"""
         self.page.click(f"{WIDGET} .pw-run")

@@ -34,7 +34,7 @@ import torch
 from .._checks import check_instance, shorten
 from ..model import Transformer, TransformerConfig
 from ..text import Vocab
-from ..weights import WeightsError, load_weights, read_metadata, save_weights
+from ..weights import WeightsError, load_weights, open_for_reading, read_metadata, save_weights
 from .translator import Translator
 
 __all__ = ["CONVERT_COMMAND", "convert_checkpoint", "load_checkpoint", "save_checkpoint"]
@@ -103,14 +103,10 @@ def convert_checkpoint(source: str | os.PathLike, target: str | os.PathLike) -> 
     （如 ``os.system``）都被拒绝，什么也不运行，抛出 ``reason="pickle"`` 的 :class:`WeightsError`。
     """
     try:
-        with open(source, "rb") as file:  # 文件对象：torch.load 不再按扩展名另选读法
+        with open_for_reading(source) as file:  # 文件对象：torch.load 不再按扩展名另选读法
             old = torch.load(file, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise WeightsError(source, "missing", "no such file") from None
-    except PermissionError:
-        raise WeightsError(source, "permission", "permission denied") from None
-    except IsADirectoryError:
-        raise WeightsError(source, "not_a_file", "is a directory, not a checkpoint") from None
+    except WeightsError:
+        raise
     except pickle.UnpicklingError as error:
         found = re.search(r"GLOBAL (\S+)", str(error))  # pickle 想调用一个函数：正是要挡住的
         if found is None:
