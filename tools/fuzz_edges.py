@@ -118,7 +118,10 @@ def constructors():
              lambda k=kwargs: tf.Transformer(tf.TransformerConfig(**k)))  # fmt: skip
     gpt = dict(vocab_size=12, max_len=16, d_model=8, num_heads=2, num_layers=1)
     for arg, value in [("vocab_size", 10**9), ("max_len", 10**9), ("num_layers", 10**6),
-                       ("d_ff", 0), ("d_ff", 2**40), ("num_heads", 5), ("activation", "swish")]:  # fmt: skip
+                       ("d_ff", 0), ("d_ff", 2**40), ("num_heads", 5), ("activation", "swish"),
+                       ("norm", "batchnorm"), ("position", "sinusoidal"), ("rope_layout", None),
+                       ("ffn", "geglu"), ("num_kv_heads", 3), ("num_kv_heads", 0),
+                       ("bias", 1)]:  # fmt: skip
         kwargs = {**gpt, arg: value}
         case("constructors", f"GPT({arg}={value!r})", lambda k=kwargs: tf.GPT(tf.GPTConfig(**k)))
     # valid edges
