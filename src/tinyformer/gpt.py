@@ -78,6 +78,12 @@ class GPTConfig:
         >>> from tinyformer import GPTConfig
         >>> GPTConfig(vocab_size=100, d_model=32).d_ff  # 默认 4·d_model
         128
+        >>> llama_like = GPTConfig(
+        ...     vocab_size=100, d_model=32, norm="rmsnorm", position="rope", ffn="swiglu",
+        ...     num_kv_heads=2, bias=False,
+        ... )
+        >>> llama_like.d_ff  # SwiGLU 的默认：round(2/3 · 4 · 32)
+        85
     """
 
     vocab_size: int

@@ -28,7 +28,7 @@ def _frequencies(d_model: int, base: float) -> Tensor:
     return base ** (-two_i / d_model)
 
 
-def _check_frequencies(omega: Tensor, d_model: int, base: float) -> None:
+def _check_frequencies(omega: Tensor, d_model: int, base: float, name: str = "d_model") -> None:
     """ω_i = 1/base^(2i/d_model) 都必须是有限的正数：base 太小（如 1e-310）时 ω 溢出成 inf，
     太大时下溢成 0，编码表会是 nan 或者一列常数，而不是报错。"""
     if omega.is_meta:  # 在 meta 设备上只算形状（读检查点时），真正建表时再查
@@ -37,8 +37,8 @@ def _check_frequencies(omega: Tensor, d_model: int, base: float) -> None:
     if bad.any():
         i = int(bad.nonzero()[0, 0])
         raise ValueError(
-            f"base must keep the frequencies 1/base^(2i/d_model) finite and nonzero in float64, "
-            f"got base={base}, d_model={d_model}: the frequency of i={i} is {float(omega[i])}"
+            f"base must keep the frequencies 1/base^(2i/{name}) finite and nonzero in float64, "
+            f"got base={base}, {name}={d_model}: the frequency of i={i} is {float(omega[i])}"
         )
 
 
@@ -268,7 +268,7 @@ class RotaryEmbedding(nn.Module):
         self.max_len = max_len
         self.layout = layout
         omega = _frequencies(head_dim, base)  # (D/2,)：ω_i = 1/base^(2i/D)
-        _check_frequencies(omega, head_dim, base)
+        _check_frequencies(omega, head_dim, base, name="head_dim")
         position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
         angle = position * omega  # (max_len, 1) * (D/2,) -> (max_len, D/2)：第 i 对转过 pos·ω_i
         self.register_buffer("cos", torch.cos(angle).float(), persistent=False)  # (max_len, D/2)
