@@ -314,8 +314,8 @@ def test_bad_options_name_the_field(overrides, error, message):
 def test_bad_rope_arguments_name_their_cause():
     with pytest.raises(ValueError, match="head_dim must be even"):
         RotaryEmbedding(5)
-    with pytest.raises(ValueError, match=r"frequencies 1/base\^\(2i/head_dim\).*head_dim=8"):
-        RotaryEmbedding(8, base=1e-310)
+    with pytest.raises(ValueError, match=r"frequencies 1/base\^\(2i/head_dim\).*head_dim=1024"):
+        RotaryEmbedding(1024, max_len=2, base=1e-310)  # ω_511 = 1e310^(1022/1024) 溢出成 inf
     with pytest.raises(ValueError, match="layout must be one of"):
         RotaryEmbedding(8, layout="neox")
     with pytest.raises(ValueError, match="rope.head_dim must equal d_model // num_heads = 4"):
