@@ -109,6 +109,23 @@ def test_gqa_equals_torch_sdpa_enable_gqa(num_kv_heads, need_weights):
     assert weights is None if not need_weights else weights.shape == (B, H, T, T)
 
 
+@pytest.mark.parametrize("num_kv_heads", [2, 1])
+def test_gqa_and_rope_gradients_agree_on_both_paths(num_kv_heads):
+    """训练走融合路径（enable_gqa 交给 torch），画图走带权重的路径（显式复制 K、V）：梯度也相同。"""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(C, H, num_kv_heads=num_kv_heads, rope=RotaryEmbedding(D, 16))
+    x = torch.randn(B, T, C)
+    grads = []
+    for need_weights in (True, False):
+        mha.zero_grad()
+        out, _ = mha(x, x, x, attn_mask=causal_mask(T), need_weights=need_weights)
+        (out * torch.linspace(-1, 1, C)).sum().backward()
+        grads.append({name: p.grad.clone() for name, p in mha.named_parameters()})
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], atol=1e-5, rtol=1e-4)
+    assert grads[0]["k_proj.weight"].abs().sum() > 0
+
+
 def test_gqa_query_heads_of_a_group_share_one_key_head():
     """MQA：把查询头 0 的 W^Q 拷给头 1，两个头的注意力权重就完全相同（它们看同一份 K）。"""
     torch.manual_seed(0)
@@ -235,6 +252,27 @@ def test_rope_and_nope_have_no_position_embedding():
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     assert count(learned) - count(rope) == count(learned) - count(nope) == 16 * C  # max_len·C
     assert rope.state_dict().keys() == nope.state_dict().keys()  # cos/sin 表不存进权重
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"norm": "rmsnorm"},
+        {"position": "rope"},
+        {"position": "rope", "rope_layout": "interleaved"},
+        {"position": "none"},
+        {"ffn": "swiglu"},
+        {"num_kv_heads": 1},
+        {"bias": False},
+        {"norm": "rmsnorm", "position": "rope", "ffn": "swiglu", "num_kv_heads": 2, "bias": False},
+    ],
+)
+def test_every_parameter_is_trained(options):
+    model = tiny_gpt(**options).train()
+    ids = torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(1))
+    F.cross_entropy(model(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten()).backward()
+    untouched = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.any()]
+    assert untouched == []
 
 
 # ---- 带缓存的生成：每一种组合 ---------------------------------------------------------------
