@@ -96,8 +96,10 @@ def test_no_page_script_style_or_font_comes_from_a_cdn(site):
 def test_widget_pages_load_the_local_widget_manager(site):
     # 第 1 章的分词控件是网页上唯一显示的控件（其余只在内核里有用的控件网页上只显示代码）
     page = (site / "chapters" / "ch01_overview.html").read_text(encoding="utf-8")
-    # embed.js 自带 ipywidgets 8 的控件、不需要 require.js（tools/web_assets.py）
-    assert 'src="../_static/html-manager/embed.js' in page
+    # embed.js 自带 ipywidgets 8 的控件、不需要 require.js（tools/web_assets.py）；控件快进入视野时
+    # 才由一段内联脚本加载它（_ext/page_scripts.py），页面打开时不加载
+    assert '"../_static/html-manager/embed.js"' in page
+    assert 'src="../_static/html-manager/embed.js' not in page
     assert "require.js" not in page and "embed-amd.js" not in page
     assert (site / "_static" / "html-manager" / "embed.js").stat().st_size > 1_000_000
 
