@@ -289,7 +289,7 @@ def test_screenshot(visit, name, scroll_to):
 # 窄屏不横向溢出、深色模式，以及每页三张截图（桌面 1366、手机 390、深色）。
 # ---------------------------------------------------------------------------------------------
 
-PAGE_BUDGET = 6_000_000  # 一页连同它加载的全部文件，字节（与 tests/book/test_site_size.py 的静态估计同一上限）
+PAGE_BUDGET = 5_600_000  # 一页连同它加载的全部文件，字节（与 tests/book/test_site_size.py 的静态估计同一上限）
 VIEWS = {
     "desktop": {"viewport": {"width": 1366, "height": 900}, "color_scheme": "light"},
     "phone": {"viewport": {"width": 390, "height": 844}, "color_scheme": "light"},
