@@ -81,7 +81,7 @@ class InspectorDirective(SphinxDirective):
             f'<input type="text" class="tfi-sentence" value="{html.escape(sentence)}"></label>'
             '<button type="button" class="tfi-run">看看</button></div>'
             '<div class="tfi-status" role="status">打开时加载模型（约 3 MB）与 WebAssembly 运行时（约 3.6 MB）。</div>'
-            '<div class="tfi-view"></div></div></details>'
+            '<div class="tfi-view" aria-live="polite"></div></div></details>'
             f'<script src="{static}inspector/inspector.js"></script>'
         )
         body = nodes.container(classes=["tfi-intro"])

@@ -9,8 +9,7 @@
    探索功能（a11y、sre）因此不可用。
 2. 主题的翻译目录（``_static/locales``：sphinx-book-theme 把全部语言的 .po/.mo 当静态文件复制）。
 3. source map（``*.map``）：只有打开开发者工具时才会请求。
-4. FontAwesome 的 ``js/all.min.js``（1.5 MB）：``_templates/static/webpack-macros.html`` 不再加载它，
-   图标由 ``css/all.min.css`` 与 woff2 字体画出；没用的 ttf 字体也删掉。
+4. FontAwesome 的脚本、样式与字体由 ``_ext/icons.py`` 换成一个只含页面上用到的图标的小样式表。
 
 另外：Sphinx 7.4 只在有页面要重写时才复制静态文件，只改了 ``_theme/site.css`` 或
 ``_ext/search_zh.js`` 的增量构建会留着旧的副本。``_rewrite_when_assets_change`` 在它们变了时让首页重读，
@@ -37,6 +36,7 @@ logger = logging.getLogger(__name__)
 # _static/mathjax 里要留下的文件（相对该目录的通配符）
 MATHJAX_KEEP = [
     "tex-chtml.js",
+    "ui/lazy.js",  # 只排版看得见的公式（_config.yml 的 mathjax3_config）
     "output/chtml/fonts/woff-v2/*.woff",
     "input/tex/extensions/*.js",
 ]
@@ -63,15 +63,13 @@ def prune_mathjax(static: Path) -> int:
 
 
 def prune_unrequested(static: Path) -> int:
-    """删掉主题的翻译目录、source map 与不用的 FontAwesome 文件；返回删掉的字节数。"""
+    """删掉主题的翻译目录与 source map；返回删掉的字节数。"""
     removed = 0
     locales = static / "locales"
     if locales.is_dir():
         removed += sum(p.stat().st_size for p in locales.rglob("*") if p.is_file())
         shutil.rmtree(locales)
-    fontawesome = static / "vendor" / "fontawesome"
-    unused = [*fontawesome.glob("*/js/*"), *fontawesome.glob("*/webfonts/*.ttf")]
-    for path in [*unused, *static.rglob("*.map")]:
+    for path in static.rglob("*.map"):
         removed += path.stat().st_size
         path.unlink()
     return removed
@@ -125,8 +123,13 @@ def page_weight(page: Path, site: Path) -> dict[str, int]:
     static = site / "_static"
     if "mathjax/" in loaded:
         files |= set((static / "mathjax" / "output").rglob("*.woff"))
-    if "html-manager/" in loaded:
-        files |= set((static / "html-manager").glob("*.woff2"))
+    if soup.select_one('script[type="application/vnd.jupyter.widget-view+json"]'):
+        # 控件快进入视野时才加载控件管理器（_ext/page_scripts.py），也算上它和它的图标字体
+        files |= {static / "html-manager" / "embed.js", *(static / "html-manager").glob("*.woff2")}
+    if soup.select_one(
+        "div.tinyformer-vega"
+    ):  # 图快进入视野时才加载（_ext/vega_charts.py），也算上
+        files |= set(static.glob("vega*/vega*.min.js"))
     return {f.relative_to(site).as_posix(): f.stat().st_size for f in files}
 
 

@@ -6,10 +6,22 @@
 2. 让控件能用 MathJax 3。ipywidgets 的控件用 MathJax 2 的 MathJax.Hub.Queue 排版标签里的公式，
    本站是 MathJax 3，没有 MathJax.Hub，每个带说明文字的控件都抛 TypeError（reading 'Queue'）。
    这里补一个 MathJax.Hub.Queue，交给 MathJax 3 的 typesetPromise。
+3. 页面自己的脚本都 ``defer``：下载不挡住首屏的文字，按原来的顺序在文档解析完后执行（在 DOMContentLoaded
+   之前，所以等这个事件的代码照常工作）。只有 documentation_options.js（1 KB）照常执行：``<head>`` 末尾的
+   内联脚本立刻用到它定义的 DOCUMENTATION_OPTIONS。
+4. 公式不在 Tab 键的顺序里（_config.yml 的 MathJax 设置）；只有比栏宽、要横向滚动的行间公式和表格（手机上）
+   拿一个停靠点（tabindex=0），键盘用户才能滚动它（axe 的 scrollable-region-focusable）。公式快进入视野时
+   才排版（MathJax 的 ui/lazy）；全书 PDF 的单页 HTML 关掉它，打印前全部排好。
+5. 控件管理器（embed.js，1.9 MB）不在页面打开时加载：等第一个控件离视野还有约一屏时才加载（全书 PDF 的单页
+   HTML 除外）。embed.js 只在 window 的 load 事件里渲染控件；load 早已发生，所以它执行的那一刻把它登记的
+   load 回调改成立刻执行。
 
 tests/book/test_browser.py 检查每页没有控制台错误、没有失败的请求。
 """
 
+import json
+
+IMMEDIATE = "documentation_options.js"  # 见模块说明第 3 条
 WIDGET_MANAGER = "_static/html-manager/embed.js"  # 由 _config.yml 的 nb_ipywidgets_js 加入
 
 # 延迟加载的 MathJax 3 在 DOMContentLoaded 之前已执行，控件在那之后才渲染
@@ -20,6 +32,48 @@ window.addEventListener("DOMContentLoaded", () => {
       MathJax.startup.promise = MathJax.startup.promise.then(() => MathJax.typesetPromise([job[2]]));
     }};
   }
+});"""
+
+
+SCROLLABLE = """
+window.addEventListener("DOMContentLoaded", () => {
+  const mark = (el) => {
+    if (el.scrollWidth > el.clientWidth + 1) el.tabIndex = 0;
+    else el.removeAttribute("tabindex");
+  };
+  // 公式快进入视野时才排版（ui/lazy），排好、窗口变宽变窄时它的大小都会变
+  const sizes = new ResizeObserver((entries) => entries.forEach((entry) => mark(entry.target)));
+  const watch = () => document.querySelectorAll('.bd-article table, mjx-container[display="true"]')
+    .forEach((el) => sizes.observe(el));
+  watch();
+  if (window.MathJax && MathJax.startup) MathJax.startup.promise.then(watch);
+});"""
+# 排好之前不显示 TeX 源码（_theme/site.css）；不运行脚本的浏览器照样显示源码
+PENDING = 'document.documentElement.classList.add("mathjax-pending");'
+# 全书 PDF 的单页 HTML：打印时不滚动，公式要全部排好（MathJax 的设置在这之前的内联脚本里，tex-chtml.js 是 defer 的）
+NOT_LAZY = """
+if (window.MathJax && MathJax.loader) MathJax.loader.load = MathJax.loader.load.filter((c) => c !== "ui/lazy");"""
+
+# 控件快进入视野时加载 embed.js（URL 由 fix_scripts 填入）
+LAZY_MANAGER = """
+window.addEventListener("DOMContentLoaded", () => {
+  const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
+  if (!views.length) return;
+  const load = () => {
+    near.disconnect();
+    const add = window.addEventListener;
+    window.addEventListener = function (type, listener, ...rest) {
+      if (type === "load" && document.readyState === "complete") return setTimeout(listener);
+      return add.call(this, type, listener, ...rest);
+    };
+    const script = document.createElement("script");
+    script.src = URL;
+    script.onload = script.onerror = () => { window.addEventListener = add; };
+    document.head.append(script);
+  };
+  const near = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && load(),
+                                        {rootMargin: "100% 0px"});
+  views.forEach((view) => near.observe(view.parentElement));
 });"""
 
 
@@ -34,13 +88,27 @@ def fix_scripts(app, pagename, templatename, context, doctree):
             seen.add(key)
             unique.append(js)
     scripts[:] = unique  # 就地修改：Sphinx 渲染完这一页后会自己恢复这个列表
+    for js in scripts:
+        if js.filename and not js.filename.endswith(IMMEDIATE) and "async" not in js.attributes:
+            js.attributes.setdefault("defer", "defer")
 
+    app.add_js_file(None, body=SCROLLABLE)
+    if any("mathjax/" in (js.filename or "") for js in scripts):
+        app.add_js_file(None, body=PENDING)
+    if app.builder.name == "singlehtml" and any(
+        "mathjax/" in (js.filename or "") for js in scripts
+    ):
+        app.add_js_file(None, body=NOT_LAZY)
     manager = [js for js in scripts if js.filename == WIDGET_MANAGER]
     if manager:
         # embed.js 自己找样式里的图标字体（相对它自己的地址），只需补上 MathJax 2 的接口
         app.add_js_file(None, body=MATHJAX2_QUEUE)
         # 放在控件管理器之前（它们优先级相同，排序时保持这个顺序）
         scripts.insert(scripts.index(manager[0]), scripts.pop())
+        if app.builder.name == "html":  # 全书 PDF 的单页 HTML 照常加载：打印时不滚动
+            url = context["pathto"](WIDGET_MANAGER, 1)
+            app.add_js_file(None, body=LAZY_MANAGER.replace("URL", json.dumps(url)))
+            scripts[scripts.index(manager[0])] = scripts.pop()
 
 
 def setup(app):

@@ -488,6 +488,8 @@
       role: "img",
       width: left + width + 90,
       height: top + height + 62,
+      // 有了 viewBox，窄屏上（max-width: 100%）整张图按比例缩小，而不是只剩左上角
+      viewBox: `0 0 ${left + width + 90} ${top + height + 62}`,
       "aria-label": `交叉注意力热力图：${tgtTokens.length} 个英文词元 × ${srcTokens.length} 个中文词元`,
     });
     svg.append(
@@ -554,7 +556,7 @@
   const STYLE = `
     .live-translator { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.8em 1em; margin: 1em 0; }
     .live-translator input { width: 16em; font-size: 1em; padding: 0.15em 0.4em; }
-    .live-translator .lt-status { color: #57606a; font-size: 0.85em; margin: 0.4em 0; }
+    .live-translator .lt-status { color: var(--pst-color-text-muted, #57606a); font-size: 0.85em; margin: 0.4em 0; }
     .live-translator .lt-output { font-family: var(--pst-font-family-monospace, monospace); margin: 0.5em 0; white-space: pre-wrap; background: var(--pst-color-surface, #f5f5f5); padding: 0.6em 1em; border-radius: 4px; }
     .live-translator .lt-output:empty { display: none; }
     .live-translator svg { font-size: 14px; fill: currentColor; max-width: 100%; height: auto; }
@@ -626,7 +628,6 @@
     };
     input.addEventListener("change", run); // 回车或离开文本框时翻译（同控件的 continuous_update=False）
     button.addEventListener("click", run);
-    input.disabled = false;
     button.disabled = false;
     status.textContent = "模型已加载（在本页运行，不连网）";
     await run();
@@ -637,6 +638,10 @@
   // 翻译器滚进视野（或读者把焦点移进它）时才加载运行时和模型：页面打开时不下载这约 6.5 MB
   const start = () =>
     document.querySelectorAll(".live-translator").forEach((root) => {
+      // 模型加载时文本框就能聚焦、能改（读者可以先输入）；状态与译文由读屏软件读出
+      root.querySelector("input").disabled = false;
+      root.querySelector(".lt-status").setAttribute("role", "status");
+      root.querySelector(".lt-output").setAttribute("aria-live", "polite");
       let started = false;
       const once = () => {
         if (started) return;

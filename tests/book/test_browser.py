@@ -161,7 +161,10 @@ def wait_for_mathjax(page):
 
 
 def wait_for_widgets(page):
-    """每个保存的控件视图都渲染成了控件 DOM。"""
+    """每个保存的控件视图都渲染成了控件 DOM（控件快进入视野时才加载控件管理器：先滚到它们那里）。"""
+    views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]')
+    for index in range(views.count()):
+        views.nth(index).evaluate("(v) => v.parentElement.scrollIntoView()")
     page.wait_for_function(
         """() => {
             const views = document.querySelectorAll(
@@ -286,7 +289,7 @@ def test_screenshot(visit, name, scroll_to):
 # 窄屏不横向溢出、深色模式，以及每页三张截图（桌面 1366、手机 390、深色）。
 # ---------------------------------------------------------------------------------------------
 
-PAGE_BUDGET = 6_000_000  # 一页连同它加载的全部文件，字节（与 tests/book/test_site_size.py 的静态估计同一上限）
+PAGE_BUDGET = 5_600_000  # 一页连同它加载的全部文件，字节（与 tests/book/test_site_size.py 的静态估计同一上限）
 VIEWS = {
     "desktop": {"viewport": {"width": 1366, "height": 900}, "color_scheme": "light"},
     "phone": {"viewport": {"width": 390, "height": 844}, "color_scheme": "light"},
@@ -573,7 +576,7 @@ def live_translate(page, sentence):
 def wait_for_live_model(page):
     page.locator(LIVE).scroll_into_view_if_needed()  # 翻译器滚进视野时才加载模型
     page.wait_for_function(
-        f"() => !document.querySelector('{LIVE} input').disabled "
+        f"() => !document.querySelector('{LIVE} button').disabled "
         f"|| document.querySelector('{LIVE} .lt-status').textContent.includes('没能加载')",
         timeout=60_000,
     )
@@ -649,7 +652,10 @@ def test_live_translator_from_file_url_says_it_needs_http(browser, site):
             timeout=60_000,
         )
         assert "http" in page.inner_text(f"{LIVE} .lt-status")
-        assert page.locator(f"{LIVE} input").is_disabled()
+        assert page.locator(f"{LIVE} button").is_disabled()
+        assert page.locator(
+            f"{LIVE} input"
+        ).is_enabled()  # 文本框不论模型加载与否都能聚焦（键盘、读屏）
     finally:
         page.close()
 
@@ -742,6 +748,10 @@ def test_explorer_controls_redraw_the_chart(browser, server, site, name, how):
         page = v.page
         charts = page.locator("div.tinyformer-vega")
         assert charts.count() >= 1, "这一章没有网页上的探索器"
+        for index in range(
+            charts.count()
+        ):  # 图快进入视野时才加载 vega、画图（_ext/vega_charts.py）
+            charts.nth(index).scroll_into_view_if_needed()
         page.wait_for_function(
             "() => [...document.querySelectorAll('div.tinyformer-vega')]"
             ".every((el) => el.dataset.rendered === 'true')"
@@ -795,6 +805,7 @@ def test_explorer_controls_redraw_the_chart(browser, server, site, name, how):
 def test_chapter_4_explorer_shows_the_dot_product_ignores_the_start(visit):
     """第 4 章的图要讲的性质在网页上成立：成对编码时拖动起点 p 曲线不变，只用 sin 时跟着变。"""
     page = visit("chapters/ch04_positional_proofs.html").page
+    page.locator("div.tinyformer-vega").first.scroll_into_view_if_needed()
     page.wait_for_function("() => document.querySelector('div.tinyformer-vega')?.vegaView")
     element = page.locator("div.tinyformer-vega").first.element_handle()
     names = [name for name, _ in element.evaluate(CONTROLS_JS)]

@@ -4,13 +4,17 @@
 几处：第三方库代码里从不被请求的默认值。是否真的什么都不从外部取，由 test_browser.py 在浏览器里核对。
 """
 
+import json
 import re
 from fnmatch import fnmatch
+from pathlib import Path
 
 import altair as alt
 
 from tinyformer.book import explorers
 from tools import web_assets
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # CDN 的主机名：常见的公共 CDN，以及任何 cdn.* 子域名（cdn.jsdelivr.net、cdn.mathjax.org、cdn.plot.ly……）
 CDN_URL = re.compile(
@@ -92,33 +96,36 @@ def test_no_page_script_style_or_font_comes_from_a_cdn(site):
 def test_widget_pages_load_the_local_widget_manager(site):
     # 第 1 章的分词控件是网页上唯一显示的控件（其余只在内核里有用的控件网页上只显示代码）
     page = (site / "chapters" / "ch01_overview.html").read_text(encoding="utf-8")
-    # embed.js 自带 ipywidgets 8 的控件、不需要 require.js（tools/web_assets.py）
-    assert 'src="../_static/html-manager/embed.js' in page
+    # embed.js 自带 ipywidgets 8 的控件、不需要 require.js（tools/web_assets.py）；控件快进入视野时
+    # 才由一段内联脚本加载它（_ext/page_scripts.py），页面打开时不加载
+    assert '"../_static/html-manager/embed.js"' in page
+    assert 'src="../_static/html-manager/embed.js' not in page
     assert "require.js" not in page and "embed-amd.js" not in page
     assert (site / "_static" / "html-manager" / "embed.js").stat().st_size > 1_000_000
 
 
 def test_pinned_web_assets_are_the_versions_myst_nb_would_load_from_a_cdn():
-    """require.js 与 myst-nb 默认的版本相同；控件管理器是同一大版本里更新、更小的一版。"""
+    """控件管理器是 myst-nb 默认版本同一大版本里更新、更小的一版；锁文件为每个网页包记着 sha512。"""
     from myst_nb.core.config import ipywidgets_js_factory
 
     defaults = " ".join(ipywidgets_js_factory())
-    for name, (version, integrity, _, _) in web_assets.PACKAGES.items():
-        cdn_name = {"requirejs": "require.js"}.get(name, name)  # cdnjs 上 requirejs 叫 require.js
-        match = re.search(rf"{re.escape(cdn_name)}[@/]([\d.]+)/", defaults)
-        assert match, (name, defaults)
-        ours, theirs = (tuple(map(int, v.split("."))) for v in (version, match.group(1)))
-        if name == "requirejs":
-            assert ours == theirs, (name, version, match.group(1))
-        else:
-            assert ours[0] == theirs[0] and ours >= theirs, (name, version, match.group(1))
-        assert integrity.startswith("sha512-")
+    lock = json.loads((ROOT / "package-lock.json").read_text("utf-8"))["packages"]
+    packages = {**web_assets.PACKAGES, **web_assets.TRANSLATOR_PACKAGES, **web_assets.VEGA_PACKAGES}
+    for name in packages:
+        assert lock[f"node_modules/{name}"]["integrity"].startswith("sha512-"), name
+    name = "@jupyter-widgets/html-manager"
+    match = re.search(rf"{re.escape(name)}@([\d.]+)/", defaults)
+    assert match, defaults
+    ours, theirs = (
+        tuple(map(int, v.split("."))) for v in (web_assets.locked_version(name), match.group(1))
+    )
+    assert ours[0] == theirs[0] and ours >= theirs, (ours, theirs)
 
 
 def test_site_ships_the_vega_versions_altair_targets():
     """网站随书带的 vega 脚本就是 requirements.txt 固定的 altair 所针对的版本（这是书的环境的事实，
     不是包的：按 pyproject.toml 的下限装的旧 altair 针对更早的 vega-lite，所以它不在单元测试里）。"""
-    versions = {name: v[0] for name, v in web_assets.VEGA_PACKAGES.items()}
+    versions = {name: web_assets.locked_version(name) for name in web_assets.VEGA_PACKAGES}
     assert versions["vega-lite"] == alt.VEGALITE_VERSION
     assert versions["vega"].split(".")[0] == alt.VEGA_VERSION
     assert versions["vega-embed"].split(".")[0] == alt.VEGAEMBED_VERSION

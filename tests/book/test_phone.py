@@ -1,0 +1,193 @@
+"""手机上读得了、键盘和读屏软件用得了（issue 38）：无头 Chromium 以 390 px 宽（栏宽 358 px）打开各章。
+
+- axe-core（npm，版本固定在 ``tests/browser_tools/package-lock.json``，需要时由 ``npm ci`` 装好）在浅色和深色
+  模式下都报 0 个 serious / critical；
+- 每张探索器的图（``_ext/vega_charts.py``）和第 8 章翻译器的热力图都在栏里放得下，页面不横向滚动；
+- 键盘：从页首按 Tab 到第一个探索器的控件不超过 ``TABS_TO_EXPLORER`` 下，一路不停在公式上；390 px 上收起的
+  侧栏（抽屉）里的链接不拿焦点（每一个停靠点都看得见）；拿到焦点的元素有看得见的焦点框。
+
+Lighthouse 的手机分数由 ``benchmarks/lighthouse_mobile.py`` 量（每页要一分钟左右，不进测试）。
+"""
+
+import functools
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.book import test_browser
+from tests.book.test_browser import PAGES, Visit
+from tests.kit import ROOT, skip_or_fail
+
+pytestmark = pytest.mark.browser
+
+TOOLS = ROOT / "tests" / "browser_tools"
+AXE = TOOLS / "node_modules" / "axe-core" / "axe.min.js"
+PHONE = {"width": 390, "height": 844}
+COLUMN = 358  # 390 px 的屏幕上正文栏的宽度
+CHAPTERS = [p for p in PAGES if p.startswith("chapters/ch")]
+EXPLORER_PAGES = test_browser.EXPLORER_PAGES + ["chapters/ch09_gpt_poetry"]
+TABS_TO_EXPLORER = 180  # 1280 px 上第 5 章：修好之前 316 下（其中 160 个是公式）
+
+browser = test_browser.browser
+server = test_browser.server
+
+
+@functools.cache
+def axe_source() -> str:
+    """axe-core 的脚本；没装时按锁文件 npm ci（CI 里必须装得上）。"""
+    if not AXE.exists():
+        if shutil.which("npm") is None:
+            skip_or_fail("没有 npm：装不了 axe-core")
+        command = ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"]
+        subprocess.run(command, cwd=TOOLS, check=True, env={**os.environ, "CI": "true"})
+    return AXE.read_text(encoding="utf-8")
+
+
+def phone(browser, server, name, color_scheme="light"):
+    v = Visit(browser, f"{server}/{name}.html", viewport=PHONE, color_scheme=color_scheme)
+    # 公式排好，宽公式拿到停靠点（_ext/page_scripts.py 在 MathJax.startup.promise 之后标记）
+    v.page.evaluate(
+        "async () => { await MathJax.startup.promise; await new Promise(r => setTimeout(r, 50)); }"
+    )
+    return v
+
+
+SERIOUS = """async () => {
+  const result = await axe.run(document, {resultTypes: ["violations"]});
+  return result.violations.filter((v) => ["serious", "critical"].includes(v.impact))
+    .map((v) => `${v.id}: ${v.nodes.length} × ${v.nodes[0].target.join(" ")}`);
+}"""
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_axe_finds_nothing_serious(browser, server, name, mode):
+    v = phone(browser, server, name, mode)
+    try:
+        v.page.add_script_tag(content=axe_source())
+        assert v.page.evaluate(SERIOUS) == []
+    finally:
+        v.close()
+
+
+FITS = """(el) => {
+  const column = el.getBoundingClientRect();  // 图所在的栏
+  return [...el.querySelectorAll("svg")].map((svg) => {
+    const box = svg.getBoundingClientRect();
+    return {left: box.left - column.left, right: column.right - box.right, width: box.width};
+  });
+}"""
+
+
+@pytest.mark.parametrize("name", EXPLORER_PAGES)
+def test_explorers_fit_a_phone_column(browser, server, name):
+    v = phone(browser, server, name)
+    try:
+        page = v.page
+        charts = page.locator("div.tinyformer-vega")
+        assert charts.count() >= 1
+        for index in range(charts.count()):
+            charts.nth(index).scroll_into_view_if_needed()  # 图快进入视野时才画
+            page.wait_for_function(
+                "(i) => document.querySelectorAll('div.tinyformer-vega')[i].dataset.rendered",
+                arg=index,
+            )
+            assert charts.nth(index).evaluate("(el) => el.clientWidth") <= COLUMN + 1
+            for box in charts.nth(index).evaluate(FITS):
+                assert box["left"] >= -1 and box["right"] >= -1, (index, box)
+            # 读屏软件读到的是中文说明，不是默认的“Vega visualization”
+            label = charts.nth(index).locator("[aria-label]").first.get_attribute("aria-label")
+            assert label and label.startswith("交互图"), label
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+        if name.endswith("ch05_attention"):
+            charts.first.screenshot(path=_screenshot("phone-ch05-explorer.png"))
+        assert v.errors == [] and v.failed == []
+    finally:
+        v.close()
+
+
+def _screenshot(name):
+    folder = ROOT / "_build" / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
+
+
+FOCUSED = """() => {
+  const el = document.activeElement;
+  const style = getComputedStyle(el);
+  return {
+    tag: el.tagName,
+    visible: el.checkVisibility({visibilityProperty: true}),
+    drawer: !!el.closest(".bd-sidebar-primary, .bd-sidebar-secondary"),
+    formula: el.tagName === "MJX-CONTAINER",
+    explorer: !!el.closest("div.tinyformer-vega"),
+    ring: (style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0)
+          || style.boxShadow !== "none",
+  };
+}"""
+
+
+def tab_through(page, limit, until_explorer=True):
+    """从页首按 Tab，每一步记下拿到焦点的元素；到第一个探索器的控件（或 limit 下）为止。"""
+    page.evaluate("() => { document.activeElement?.blur(); window.scrollTo(0, 0); }")
+    stops = []
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        stops.append(page.evaluate(FOCUSED))
+        if until_explorer and stops[-1]["explorer"]:
+            break
+    return stops
+
+
+def test_keyboard_reaches_the_first_explorer_without_stopping_at_formulas(browser, server):
+    v = Visit(browser, f"{server}/chapters/ch05_attention.html")  # 1280 px：公式都不用横向滚动
+    try:
+        page = v.page
+        page.evaluate("() => MathJax.startup.promise")
+        page.locator("div.tinyformer-vega").first.scroll_into_view_if_needed()
+        page.wait_for_function(
+            "() => document.querySelector('div.tinyformer-vega').dataset.rendered"
+        )
+        stops = tab_through(page, TABS_TO_EXPLORER)
+        assert stops[-1]["explorer"], f"按了 {len(stops)} 下 Tab 还没到探索器"
+        assert [s for s in stops if s["formula"]] == []
+        assert [s["tag"] for s in stops if not s["ring"]] == [], "这些元素拿到焦点时没有焦点框"
+    finally:
+        v.close()
+
+
+def test_closed_drawers_take_no_focus_on_a_phone(browser, server):
+    v = phone(browser, server, "chapters/ch05_attention")
+    try:
+        stops = tab_through(v.page, 300, until_explorer=False)
+        stops = [s for s in stops if s["tag"] != "BODY"]  # 走到页尾，焦点回到页面本身
+        assert [s for s in stops if s["drawer"] or not s["visible"]] == []
+        assert [s["tag"] for s in stops if not s["ring"]] == []
+    finally:
+        v.close()
+
+
+def test_translator_heatmap_fits_a_phone_column(browser, server):
+    v = phone(browser, server, "chapters/ch08_translation")
+    try:
+        page = v.page
+        root = page.locator(".live-translator")
+        assert root.locator("input").is_enabled()  # 模型加载时文本框也能聚焦
+        root.scroll_into_view_if_needed()
+        page.wait_for_function(
+            "() => document.querySelector('.live-translator').dataset.state === 'done'",
+            timeout=120_000,
+        )
+        svg = root.locator("svg")
+        assert svg.get_attribute("viewBox")
+        box, column = svg.bounding_box(), root.bounding_box()
+        assert (
+            box["x"] >= column["x"] - 1
+            and box["x"] + box["width"] <= column["x"] + column["width"] + 1
+        )
+        assert root.locator(".lt-output").get_attribute("aria-live") == "polite"
+        root.screenshot(path=_screenshot("phone-ch08-translator.png"))
+    finally:
+        v.close()
