@@ -5,7 +5,8 @@
 单线程 CPU，这台 2 核、与别的任务共用的机器上约 10–15 分钟。做三件事：
 
 1. 在训练集上学 :data:`VOCAB_SIZES` 各个大小的字节级 BPE（记下用时），量测试集上每字几个词元；
-   同样大小的 Hugging Face ``tokenizers`` 也学一遍，比较两份合并表（第一处不同、集合的重合）。
+   同样大小的 Hugging Face ``tokenizers`` 也学一遍，比较两份合并表（第一处不同、集合的重合）；
+   :data:`SHIPPED` 大小的合并表也存下来。
 2. 逐字、jieba 分词、:data:`GPT_TOKENIZERS` 里的 BPE 各训练一个同样大小的小 GPT（块的参数、步数、
    每步的诗数、数据顺序都相同：:data:`GPT`），量测试集上的每字比特数。
 3. 写 JSON：结果，加上来历（命令、提交、torch 版本、日期、CPU、用时）。
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "tinyformer" / "poetry" / "data" / "bpe_lab.json"
 COMMAND = "python -m tools.bpe_lab"
 VOCAB_SIZES = (256, 512, 1024, 2048, 4096)
+SHIPPED = 1024  # 这个大小的合并表也写进 JSON（该章的探索器用它）
 GPT_TOKENIZERS = ("char", "jieba", "bpe512", "bpe2048")
 # 每个小 GPT：训练集的前 POEMS 首诗，STEPS 步 × BATCH 首（恰好一轮）
 GPT = {"steps": 150, "batch_size": 32, "d_model": 64, "num_layers": 2, "num_heads": 4, "seed": 0}
@@ -83,6 +85,8 @@ def main() -> None:
         }
         print(json.dumps(row), flush=True)
         bpe_rows.append(row)
+        if size == SHIPPED:
+            shipped_merges = ours.merges
 
     gpt_rows = {}
     for name in GPT_TOKENIZERS:
@@ -122,6 +126,7 @@ def main() -> None:
         "wall_seconds": round(time.perf_counter() - started, 1),
         "gpt_settings": {**GPT, "poems": POEMS, "lr": 3e-3},
         "bpe": bpe_rows,
+        "merges": {str(SHIPPED): shipped_merges},
         "gpt": gpt_rows,
     }
     text = json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
