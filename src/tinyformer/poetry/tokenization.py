@@ -14,7 +14,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from importlib.resources import files
 
 from .._random import seeded
 from ..bpe import ByteBPE
@@ -25,8 +27,11 @@ from .training import TrainResult, evaluate, train
 
 __all__ = [
     "KINDS",
+    "Tokenizer",
     "bits_per_char",
+    "lab_results",
     "make_tokenizer",
+    "shipped_bpe",
     "train_gpt",
 ]
 
@@ -116,3 +121,13 @@ def train_gpt(
         lr=lr, warmup=max(1, steps // 10), log_every=10, eval_every=10**9,
     )  # fmt: skip
     return model, result
+
+
+def lab_results() -> dict:
+    """随包发布的实验结果 ``data/bpe_lab.json``（``python -m tools.bpe_lab`` 写的，带来历）。"""
+    return json.loads((files("tinyformer.poetry") / "data" / "bpe_lab.json").read_text("utf-8"))
+
+
+def shipped_bpe() -> ByteBPE:
+    """实验里在训练集上学到的、词表 1,024 的字节级 BPE（合并表存在 ``data/bpe_lab.json`` 里）。"""
+    return ByteBPE(lab_results()["merges"]["1024"])
