@@ -26,7 +26,6 @@ from .corpus import SPECIALS, Vocab
 from .training import TrainResult, evaluate, train
 
 __all__ = [
-    "KINDS",
     "Tokenizer",
     "bits_per_char",
     "lab_results",
@@ -35,32 +34,24 @@ __all__ = [
     "train_gpt",
 ]
 
-KINDS = ("char", "jieba", "bpe")
-
 
 class Tokenizer:
-    """一种切法：``split(poem)`` 给出词元列表，``vocab`` 给词元编号。
+    """一种切法：``split(poem)`` 给出词元列表，``vocab`` 给词元编号。用 :func:`make_tokenizer` 建。
 
     - ``"char"``：逐字，字表就是"只有解码器"一章的（训练集里不到 2 次的字记作 ``<unk>``）；
     - ``"jieba"``：jieba 精确模式分词，词表收训练集里至少 2 次的词，其余的词记作 ``<unk>``；
-    - ``"bpe"``：在训练集上学 ``vocab_size`` 的字节级 BPE，词元是字节串，词表含全部 256 个字节
-      与每一次合并，所以任何文本都没有 ``<unk>``。
+    - ``"bpe"``：字节级 BPE（``bpe``），词元是字节串，词表含全部 256 个字节与每一次合并，
+      所以任何文本都没有 ``<unk>``。
     """
 
-    def __init__(self, kind: str, train_poems: Sequence[str], vocab_size: int | None = None):
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
-        if (kind == "bpe") != (vocab_size is not None):
-            raise ValueError(
-                f"vocab_size is given for kind='bpe' only, got kind={kind!r}, vocab_size={vocab_size}"
-            )
-        self.kind = kind
-        self.bpe = ByteBPE.train(train_poems, vocab_size) if kind == "bpe" else None
-        if kind == "bpe":
-            self.vocab = Vocab([*SPECIALS, *self.bpe.vocab])
-        else:
-            self.vocab = Vocab.build([self.split(poem) for poem in train_poems])
-        self.name = f"bpe{vocab_size}" if kind == "bpe" else kind
+    def __init__(self, kind: str, vocab: Vocab, bpe: ByteBPE | None = None):
+        self.kind, self.vocab, self.bpe = kind, vocab, bpe
+        self.name = f"bpe{len(bpe)}" if bpe is not None else kind
+
+    @classmethod
+    def for_bpe(cls, bpe: ByteBPE) -> Tokenizer:
+        """一份已经学好的合并表 → 切法（词表：4 个特殊词元，然后 ``bpe`` 的编号依次后移 4 位）。"""
+        return cls("bpe", Vocab([*SPECIALS, *bpe.vocab]), bpe)
 
     def split(self, poem: str) -> list:
         """一首诗 → 词元列表（字、词，或 BPE 词元的字节串）。"""
@@ -74,8 +65,12 @@ class Tokenizer:
 def make_tokenizer(name: str, train_poems: Sequence[str]) -> Tokenizer:
     """``"char"``、``"jieba"`` 或 ``"bpe<词表大小>"``（如 ``"bpe512"``）→ 在 ``train_poems`` 上建好的切法。"""
     if name.startswith("bpe") and name[3:].isdigit():
-        return Tokenizer("bpe", train_poems, int(name[3:]))
-    return Tokenizer(name, train_poems)
+        return Tokenizer.for_bpe(ByteBPE.train(train_poems, int(name[3:])))
+    if name == "char":
+        return Tokenizer("char", Vocab.build(train_poems))
+    if name == "jieba":
+        return Tokenizer("jieba", Vocab.build([tokenize_zh(poem) for poem in train_poems]))
+    raise ValueError(f"name must be 'char', 'jieba' or 'bpe<vocab size>', got name={name!r}")
 
 
 def bits_per_char(model: GPT, poems: Sequence[str], tokenizer: Tokenizer) -> float:
@@ -101,12 +96,15 @@ def train_gpt(
     num_heads: int = 4,
     batch_size: int = 32,
     lr: float = 3e-3,
+    warmup: int = 15,
     seed: int = 0,
 ) -> tuple[GPT, TrainResult]:
     """用 ``tokenizer`` 切好 ``train_poems``，训练一个小 GPT ``steps`` 步（每 10 步记一次训练损失）。
 
     不同切法只差词表大小（嵌入表与输出层的行数）和 ``max_len``：块的参数、步数、每步的诗数、数据顺序都相同。
     训练损失 ``train_bpc`` 是 **每个词元** 的比特数（不同切法之间不可比）；可比的是 :func:`bits_per_char`。
+    预热的步数 ``warmup`` 是固定的（不随 ``steps`` 变），所以只跑前 ``warmup`` 步的现场实验与长实验的
+    前 ``warmup`` 步学习率相同、数据相同，训练损失应当一致。
     """
     pieces = [tokenizer.split(poem) for poem in train_poems]
     with seeded(seed):
@@ -118,7 +116,7 @@ def train_gpt(
         )  # fmt: skip
     result = train(
         model, tokenizer.vocab, pieces, pieces[:50], steps, seed=seed, batch_size=batch_size,
-        lr=lr, warmup=max(1, steps // 10), log_every=10, eval_every=10**9,
+        lr=lr, warmup=warmup, log_every=10, eval_every=10**9,
     )  # fmt: skip
     return model, result
 
