@@ -66,7 +66,7 @@ def merge_agreement(ours: ByteBPE, theirs: ByteBPE) -> dict:
 
 def main() -> None:
     torch.set_num_threads(1)
-    started = time.perf_counter()
+    started, code = time.perf_counter(), commit()  # 开始时的提交：结果出自这份代码
     train, test = load_split("train"), load_split("test")
     characters = sum(len(poem) for poem in test)
 
@@ -117,7 +117,7 @@ def main() -> None:
 
     record = {
         "command": COMMAND,
-        "commit": commit(),
+        "commit": code,
         "torch": version("torch"),
         "tokenizers": version("tokenizers"),
         "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
