@@ -806,7 +806,7 @@ def test_chapter_10_explorer_ends_at_the_package_encoding(visit):
     for s, sentence in enumerate(SENTENCES):
         element.evaluate(
             "(el, s) => { el.vegaView.signal('s', s); el.vegaView.signal('k', 1000);"
-            " return el.vegaView.runAsync(); }",
+            " return el.vegaView.runAsync().then(() => true); }",
             s,
         )
         page.wait_for_function(
