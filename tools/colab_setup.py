@@ -22,8 +22,11 @@ def repository() -> tuple[str, str]:
 
 
 # 笔记本里导入了这些模块时，Colab 安装单元格连同 pyproject.toml 里的同名附加依赖一起装
-# （Colab 没有预装 onnx、onnxruntime；包本身不依赖它们）
-EXTRAS = {"onnx": ("import onnx", "import onnxruntime")}
+# （Colab 没有预装 onnx、onnxruntime；tokenizers 它有，但版本不定；包本身不依赖它们）
+EXTRAS = {
+    "onnx": ("import onnx", "import onnxruntime"),
+    "bpe": ("import tokenizers", "reference_bpe"),
+}
 
 
 def extras_needed(nb) -> tuple[str, ...]:

@@ -12,6 +12,7 @@
 ``encoder_decoder``        编码器与解码器
 ``trained_model``          完整模型：训练一个中译英 Transformer
 ``poetry``                 只有解码器：在全唐诗上预训练一个 GPT
+``bpe_merges``             中文的字节级 BPE
 ``charts``                 共用：舍入、控件、热力图、:func:`show`
 =========================  ==========================================
 
@@ -44,6 +45,7 @@ Altair 的全局设置（不注册、不启用渲染器），``show`` 只对这�
 """
 
 from .attention_weights import attention_data, attention_explorer
+from .bpe_merges import bpe_merges_data, bpe_merges_explorer
 from .charts import (
     DATA_BUDGET,
     PICTURE_NOTE,
@@ -70,6 +72,8 @@ __all__ = [
     "VEGALITE_MIME_TYPE",
     "attention_data",
     "attention_explorer",
+    "bpe_merges_data",
+    "bpe_merges_explorer",
     "chart_datasets",
     "chart_rows",
     "dependency_data",

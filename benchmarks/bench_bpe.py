@@ -1,0 +1,79 @@
+"""字节级 BPE 的训练耗时：增量计数（``ByteBPE.train``）vs 每步重数的朴素循环 vs Hugging Face ``tokenizers``。
+
+运行：``.venv/bin/python benchmarks/bench_bpe.py [--poems 300] [--vocab-size 600] [--repeats 3] [--threads 1]``
+（``--tiny`` 是测试用的极小规模，只检查能跑通）。最后一行是 JSON：各情形的中位数和对增量版的比值。
+
+``--threads 1``（默认）时 ``tokenizers`` 也只用一个线程（``TOKENIZERS_PARALLELISM=false``），与两个 Python
+版本公平比较。三种情形在每一轮里交替运行，取中位数；比值取逐轮比值的中位数（机器负载的波动在比值里抵消）。
+三者在同一份文本上学同样大小的词表；增量版与朴素版的合并表逐条相同（下面检查），与 ``tokenizers``
+的比较字节串（平手处顺序可能不同，见“中文的字节级 BPE”一章）。
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections import Counter
+from itertools import pairwise
+
+from tinyformer.bpe import ByteBPE, merge_pair
+from tinyformer.poetry.corpus import load_split
+
+
+def naive(texts, vocab_size):
+    """每一步把所有相邻对重新数一遍（章里的教学版）。"""
+    words = [list(text.encode("utf-8")) for text in texts]
+    merges = []
+    while len(merges) < vocab_size - 256:
+        counts = Counter(pair for w in words for pair in pairwise(w))
+        best = min(counts, key=lambda p: (-counts[p], p))
+        if counts[best] < 2:
+            break
+        merges.append(best)
+        words = [merge_pair(w, best, 255 + len(merges)) for w in words]
+    return merges
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--poems", type=int, default=300)
+    parser.add_argument("--vocab-size", type=int, default=600)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--tiny", action="store_true")
+    args = parser.parse_args()
+    if args.threads == 1:
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"  # 在导入 tokenizers 之前
+    if args.tiny:
+        args.poems, args.vocab_size, args.repeats = 20, 280, 1
+    texts = load_split("train")[: args.poems]
+    cases = {
+        "incremental": lambda: ByteBPE.train(texts, args.vocab_size).merges,
+        "naive": lambda: naive(texts, args.vocab_size),
+    }
+    try:
+        from tinyformer.book.reference_bpe import train_reference
+
+        cases["tokenizers"] = lambda: train_reference(texts, args.vocab_size)
+    except ImportError:
+        pass
+    assert cases["incremental"]() == cases["naive"]()
+    times = {name: [] for name in cases}
+    for _ in range(args.repeats):
+        for name, run in cases.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    result = {"poems": args.poems, "vocab_size": args.vocab_size}
+    for name, values in times.items():
+        result[f"{name}_s"] = round(statistics.median(values), 4)
+        ratios = [v / i for v, i in zip(values, times["incremental"], strict=True)]
+        result[f"{name}_ratio_over_incremental"] = round(statistics.median(ratios), 2)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

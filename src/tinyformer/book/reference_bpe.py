@@ -1,0 +1,52 @@
+"""Hugging Face ``tokenizers`` 的字节级 BPE，配置成与 :class:`~tinyformer.bpe.ByteBPE` 做同一件事（“中文的字节级 BPE”一章）。
+
+只有该章与测试用到它；``tokenizers`` 在用到时才导入。要让两边的算法重合，需要三处配置：
+
+- ``ByteLevel(add_prefix_space=False, use_regex=False)``：不在开头补空格，也不按 GPT-2 的正则把文本
+  切成词——与我们一样，一段文本整体是一个字节序列；
+- 训练器的 ``initial_alphabet=ByteLevel.alphabet()``：256 个字节都进词表，即使语料里没出现
+  （否则词表只含见过的字节，编号全都错开）；
+- ``min_frequency`` 用默认的 0。
+
+编号：``tokenizers`` 的词表先放 256 个字节——按 GPT-2 给字节配的字符（:func:`~tinyformer.bpe.gpt2_byte_to_unicode`）
+**排序**——然后第 k 次合并是 256 + k。所以两边合并出的词元编号相同，字节的编号差一个固定的置换
+（:func:`byte_ids`）。
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from ..bpe import gpt2_byte_to_unicode
+
+__all__ = ["byte_ids", "train_reference"]
+
+
+def train_reference(texts: Sequence[str], vocab_size: int):
+    """用 ``tokenizers`` 训练一个字节级 BPE，返回 (``tokenizers.Tokenizer``, 它的合并表)。
+
+    合并表是 GPT-2 写法（每条两个词元的文本），可直接交给 :meth:`ByteBPE.from_gpt2_merges`。
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(texts, trainer)
+    merges = [tuple(m) for m in json.loads(tokenizer.to_str())["model"]["merges"]]
+    return tokenizer, merges
+
+
+def byte_ids() -> list[int]:
+    """``tokenizers`` 的编号 0–255 各是哪个字节：按 GPT-2 给字节配的字符排序。
+
+    我们的编号 i（i < 256 时就是字节 i）在 ``tokenizers`` 里是 ``byte_ids().index(i)``；合并出的词元两边同号。
+    """
+    table = gpt2_byte_to_unicode()
+    return sorted(range(256), key=lambda b: table[b])

@@ -1,0 +1,69 @@
+"""poetry/tokenization.py 的测试：三种切法、每字比特数的分母、同样预算的 GPT、随包的实验结果。"""
+
+import math
+from itertools import pairwise
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tinyformer.bpe import ByteBPE
+from tinyformer.poetry.corpus import load_split
+from tinyformer.poetry.tokenization import (
+    Tokenizer,
+    bits_per_char,
+    lab_results,
+    make_tokenizer,
+    shipped_bpe,
+    train_gpt,
+)
+from tinyformer.poetry.training import evaluate
+
+POEMS = load_split("valid")[:60]
+
+
+def test_three_tokenizers_split_the_same_poem():
+    poem = POEMS[0]
+    char, jieba = make_tokenizer("char", POEMS), make_tokenizer("jieba", POEMS)
+    bpe = make_tokenizer("bpe300", POEMS)
+    assert char.split(poem) == list(poem)
+    assert "".join(jieba.split(poem)) == poem
+    assert b"".join(bpe.split(poem)).decode() == poem
+    assert len(bpe.vocab) == 4 + 300 and bpe.name == "bpe300"
+    # BPE 的词表含全部字节：任何文本都没有 <unk>
+    assert bpe.vocab.unk_id not in bpe.vocab.encode(bpe.split("🙂 𠀀 unseen"))
+    with pytest.raises(ValueError, match="name must be 'char', 'jieba' or 'bpe<vocab size>'"):
+        make_tokenizer("words", POEMS)
+
+
+def test_bits_per_char_is_total_bits_over_characters():
+    tokenizer = Tokenizer.for_bpe(ByteBPE.train(POEMS, 300))
+    model, _ = train_gpt(tokenizer, POEMS, steps=2, max_len=200, d_model=16, num_heads=2)
+    poems = POEMS[:3]
+    nats = 0.0
+    with torch.no_grad():
+        for poem in poems:
+            ids = tokenizer.vocab.encode(tokenizer.split(poem), bos=True, eos=True)
+            logits = model(torch.tensor([ids[:-1]]))[0]  # (T, V)
+            nats += F.cross_entropy(logits, torch.tensor(ids[1:]), reduction="sum").item()
+    expected = nats / math.log(2) / sum(len(p) + 1 for p in poems)
+    assert bits_per_char(model, poems, tokenizer) == pytest.approx(expected, rel=1e-5)
+    # 逐字切分时每个词元就是一个字：每字比特数 = 每个预测的比特数
+    char = make_tokenizer("char", POEMS)
+    char_model, _ = train_gpt(char, POEMS, steps=1, max_len=80, d_model=16, num_heads=2)
+    assert bits_per_char(char_model, poems, char) == pytest.approx(
+        evaluate(char_model, [char.split(p) for p in poems], char.vocab), rel=1e-6
+    )
+
+
+def test_shipped_lab_results_have_provenance_and_the_shipped_merges():
+    lab = lab_results()
+    assert lab["command"] == "python -m tools.bpe_lab" and len(lab["commit"]) == 40
+    assert len(shipped_bpe()) == 1024
+    rows = {row["vocab_size"]: row for row in lab["bpe"]}
+    assert rows[256]["tokens_per_char"] == 3.0  # 诗里每个字符（汉字、全角标点）3 个字节
+    sizes = sorted(rows)
+    assert all(rows[a]["tokens_per_char"] > rows[b]["tokens_per_char"] for a, b in pairwise(sizes))
+    for row in rows.values():
+        assert row["agreement"]["set_overlap"] == row["agreement"]["merges"]
+    assert lab["gpt"]["bpe512"]["unknown_rate"] == 0 < lab["gpt"]["char"]["unknown_rate"]
