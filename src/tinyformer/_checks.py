@@ -306,4 +306,3 @@ def check_key_padding_mask(name: str, mask, batch: int, S: int) -> None:
             f"ignored, as in torch), got every key of sentence(s) {shorten(rows)} masked; "
             "did you pass ids != pad_id (the real tokens) instead of ids == pad_id?"
         )
-
