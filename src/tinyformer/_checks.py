@@ -306,15 +306,3 @@ def check_key_padding_mask(name: str, mask, batch: int, S: int) -> None:
             f"ignored, as in torch), got every key of sentence(s) {shorten(rows)} masked; "
             "did you pass ids != pad_id (the real tokens) instead of ids == pad_id?"
         )
-
-
-def merge_masks(attn_mask: Tensor | None, key_padding_mask: Tensor | None, ndim: int):
-    """把 (B, S) 的填充掩码摆成 (B, 1, …, 1, S)，与注意力掩码 ``|`` 成一个（都是 True = 遮住）。
-
-    ``ndim`` 是注意力分数的维数；两个都是 ``None`` 时返回 ``None``。
-    """
-    if key_padding_mask is None:
-        return attn_mask
-    B, S = key_padding_mask.shape
-    padding = key_padding_mask.view(B, *([1] * (ndim - 2)), S)  # (B, S) -> (B, 1, ..., 1, S)
-    return padding if attn_mask is None else padding | attn_mask

@@ -36,7 +36,6 @@ from ._checks import (
     check_mask,
     check_positive_int,
     check_tensor,
-    merge_masks,
 )
 from .cache import KVCache
 from .positional import RotaryEmbedding
@@ -270,7 +269,7 @@ class MultiHeadAttention(nn.Module):
         S = k.shape[-2]
         check_mask("attn_mask", attn_mask, (B, self.num_heads, T, S), ndims=(2, 4))
         check_key_padding_mask("key_padding_mask", key_padding_mask, B, S)
-        mask = merge_masks(attn_mask, key_padding_mask, ndim=4)  # (B|1, H|1, T|1, S) 或 None
+        mask = _merge_masks(attn_mask, key_padding_mask)  # (B|1, H|1, T|1, S) 或 None
 
         dropout_p = self.dropout if self.training else 0.0  # 只在训练时丢弃
         group = self.num_heads // self.num_kv_heads  # 每个 K、V 头供几个查询头共用
@@ -317,9 +316,12 @@ class MultiHeadAttention(nn.Module):
             weight = torch.cat([p.weight for p in projections])
             bias = None if projections[0].bias is None else torch.cat([p.bias for p in projections])
         y = F.linear(x, weight, bias)  # (B, L, C) @ (C, Σout) -> (B, L, Σout)
-        parts = y.split([p.out_features for p in projections], dim=-1)  # 每份 (B, L, h·D)
-        # (B, L, h·D) -> (B, L, h, D) -> (B, h, L, D)，h = H 或 H_kv
-        return tuple(part.view(B, L, -1, D).transpose(1, 2) for part in parts)
+        heads = [p.out_features // D for p in projections]  # 每份的头数 h = H 或 H_kv
+        parts = y.split([h * D for h in heads], dim=-1)  # 每份 (B, L, h·D)
+        # (B, L, h·D) -> (B, L, h, D) -> (B, h, L, D)；h 写明，L = 0 时也能 view
+        return tuple(
+            part.view(B, L, h, D).transpose(1, 2) for part, h in zip(parts, heads, strict=True)
+        )
 
     # ---- 增量解码的键/值缓存 -------------------------------------------------------
 
@@ -395,13 +397,20 @@ def _check_mha_inputs(
     cache: KVCache | None,
     static_kv: bool,
 ) -> None:
-    """``MultiHeadAttention.forward`` 的参数检查（掩码要等知道 S 之后在 forward 里查）。"""
-    check_tensor("query", query, "(B, T, C)", d_model=mha.d_model)
-    check_tensor("key", key, "(B, S, C)", d_model=mha.d_model)
-    check_tensor("value", value, "(B, S, C)", d_model=mha.d_model)
-    check_key_value(key, value)
-    for name, x in (("query", query), ("key", key), ("value", value)):
+    """``MultiHeadAttention.forward`` 的参数检查（掩码要等知道 S 之后在 forward 里查）。
+
+    自注意力时三个参数是同一个张量，交叉注意力时 key、value 是同一个 memory：每个张量只查一次。
+    """
+    tensors = [("query", query, "(B, T, C)")]
+    if key is not query:
+        tensors.append(("key", key, "(B, S, C)"))
+    if value is not key and value is not query:
+        tensors.append(("value", value, "(B, S, C)"))
+    for name, x, layout in tensors:
+        check_tensor(name, x, layout, d_model=mha.d_model)
         check_floating(name, x, mha.q_proj.weight)
+    if key is not value:
+        check_key_value(key, value)
     if not query.shape[0] == key.shape[0] == value.shape[0]:
         raise ValueError(
             "query, key and value must have the same batch size B, got "
@@ -410,3 +419,12 @@ def _check_mha_inputs(
     check_bool("need_weights", need_weights)
     check_bool("static_kv", static_kv)
     check_instance("cache", cache, KVCache, allow_none=True)
+
+
+def _merge_masks(attn_mask: Tensor | None, key_padding_mask: Tensor | None) -> Tensor | None:
+    """把 (B, S) 的填充掩码摆成 (B, 1, 1, S)，与注意力掩码 ``|`` 成一个（都是 True = 遮住）。"""
+    if key_padding_mask is None:
+        return attn_mask
+    B, S = key_padding_mask.shape
+    padding = key_padding_mask.view(B, 1, 1, S)  # (B, S) -> (B, 1, 1, S)
+    return padding if attn_mask is None else padding | attn_mask

@@ -158,7 +158,7 @@ class GPTBlock(EncoderLayer):
             - attn_mask: (T, T')，T' = 缓存后的总长度（没有缓存时 T' = T）
             - 输出: (B, T, C)
         """
-        check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+        # x 的形状与 dtype 由第一个子层（层归一化或多头注意力）在它的入口检查
         return self._sublayers(x, {"attn_mask": attn_mask}, cache)  # (B, T, C)
 
 

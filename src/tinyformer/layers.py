@@ -132,7 +132,7 @@ class EncoderLayer(nn.Module):
             - src_key_padding_mask: (B, T)
             - 输出: (B, T, C)
         """
-        check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+        # x 的形状与 dtype 由第一个子层（层归一化或多头注意力）在它的入口检查
         return self._sublayers(x, {"key_padding_mask": src_key_padding_mask})  # (B, T, C)
 
     def _sublayers(self, x: Tensor, masks: dict, cache: KVCache | None = None) -> Tensor:
@@ -248,7 +248,7 @@ class DecoderLayer(nn.Module):
             - tgt_key_padding_mask: (B, T')；memory_key_padding_mask: (B, S)
             - 输出: (B, T, C)
         """
-        check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+        # x 由第一个子层在它的入口检查；memory 在这里查，消息才说得出是 memory
         check_tensor("memory", memory, "(B, S, C)", d_model=self.d_model)
         self_masks = {"attn_mask": tgt_mask, "key_padding_mask": tgt_key_padding_mask}
         cross_masks = {"key_padding_mask": memory_key_padding_mask}

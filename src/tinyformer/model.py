@@ -232,9 +232,7 @@ class Transformer(nn.Module):
         src_key_padding_mask: Tensor | None = None,
         tgt_key_padding_mask: Tensor | None = None,
     ) -> Tensor:
-        check_tensor("src", src, "(B, S)")
-        check_tensor("tgt", tgt, "(B, T)")
-        pad_id = self.config.pad_id
+        pad_id = self.config.pad_id  # src、tgt 由 encode、decode 在它们的入口检查
         if src_key_padding_mask is None:
             src_key_padding_mask = src == pad_id  # (B, S)，True = 填充
         if tgt_key_padding_mask is None:

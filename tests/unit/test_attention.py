@@ -102,6 +102,18 @@ def test_mha_fully_masked_rows_zero_in_both_paths(dtype, need_weights):
     assert (out[1] == 0).all()  # 没有偏置时，注意力输出 0 经 out_proj 仍是 0
 
 
+@pytest.mark.parametrize("num_kv_heads", [H, 1])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_mha_empty_query_or_keys(num_kv_heads, need_weights):
+    """T = 0 给出空输出；S = 0 时每一行都没有键可看，按全被遮住的行的规定输出 0。"""
+    mha = MultiHeadAttention(C, H, bias=False, num_kv_heads=num_kv_heads)
+    x, empty = torch.randn(B, T, C), torch.randn(B, 0, C)
+    out, _ = mha(empty, x, x, need_weights=need_weights)
+    assert out.shape == (B, 0, C)
+    out, _ = mha(x, empty, empty, need_weights=need_weights)
+    assert out.shape == (B, T, C) and (out == 0).all()
+
+
 def test_a_sentence_of_padding_only_is_an_error():
     """键全是填充的一句话没有可看的东西：torch 给出 NaN，我们说出原因（多半是掩码写反了）。"""
     mha = MultiHeadAttention(C, H)
