@@ -1,0 +1,88 @@
+"""运行规模实验，把结果随包发布（见 ``tinyformer.poetry.scale``）。
+
+    .venv/bin/python -m tools.scale_lab                     # 全部实验（这台 2 核机器上约 20 分钟）
+    .venv/bin/python -m tools.scale_lab --group ablation    # 只跑一组：size、data 或 ablation
+    .venv/bin/python -m tools.scale_lab --device cuda       # 有 GPU 时
+
+每跑完一个实验就把它那一行写进 ``src/tinyformer/poetry/data/scale_lab.json``（原子写入，中途打断也不丢
+已跑完的），同名的旧行被替换；来历（命令、git 提交、torch 版本、日期、CPU、线程数）记在 ``provenance``，
+每一行自己记着种子和用时。默认单线程，与“只有解码器”一章随包的权重一样。
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import torch
+
+from tinyformer.atomic import atomic_write
+from tinyformer.poetry.scale import EXPERIMENTS, run
+from tools.execute_notebooks import cpu_model
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "src" / "tinyformer" / "poetry" / "data" / "scale_lab.json"
+
+
+def git_commit() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def write(record: dict) -> None:
+    text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
+    with atomic_write(RESULTS) as file:
+        file.write(text.encode("utf-8"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tools.scale_lab", description=__doc__)
+    parser.add_argument("--group", choices=("size", "data", "ablation"), action="append")
+    parser.add_argument("--only", action="append", help="只跑这个名字的实验（可重复）")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    chosen = [
+        exp
+        for exp in EXPERIMENTS
+        if (not args.group or exp.group in args.group) and (not args.only or exp.name in args.only)
+    ]
+    record = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {"runs": []}
+    command = "python -m tools.scale_lab " + " ".join(sys.argv[1:] if argv is None else argv)
+    record["provenance"] = {
+        "command": "python -m tools.scale_lab",
+        "last_command": command.strip(),
+        "git_commit": git_commit(),
+        "torch": version("torch"),
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+        "cpu": cpu_model(),
+        "threads": args.threads,
+        "device": args.device,
+    }
+    started = time.perf_counter()
+    for i, exp in enumerate(chosen, start=1):
+        row = run(exp, device=args.device)
+        record["runs"] = [r for r in record["runs"] if r["name"] != exp.name] + [row]
+        order = {e.name: k for k, e in enumerate(EXPERIMENTS)}
+        record["runs"].sort(key=lambda r: order.get(r["name"], len(order)))
+        write(record)
+        print(
+            f"[{i}/{len(chosen)}] {exp.name:<18} N={row['non_embedding_params']:>7,}  "
+            f"valid {row['valid_bpc']:.3f} (best {row['best_valid_bpc']:.3f} @ {row['best_step']})"
+            f"  {row['seconds']:.0f} s",
+            flush=True,
+        )
+    print(f"done: {len(chosen)} runs in {time.perf_counter() - started:.0f} s -> {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
