@@ -43,6 +43,14 @@ def write(record: dict) -> None:
         file.write(text.encode("utf-8"))
 
 
+def _invocations(record: dict) -> list[dict]:
+    """以前各次运行的来历，只留下仍有结果出自它的（重跑的实验归最后一次）。"""
+    earlier = record.get("provenance", [])
+    if isinstance(earlier, dict):  # 第一版只记最后一次运行；它跑的是当时已有的全部实验
+        earlier = [{**earlier, "runs": [r["name"] for r in record["runs"]]}]
+    return earlier
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.scale_lab", description=__doc__)
     parser.add_argument("--group", choices=("size", "data", "ablation"), action="append")
@@ -57,23 +65,28 @@ def main(argv: list[str] | None = None) -> None:
         if (not args.group or exp.group in args.group) and (not args.only or exp.name in args.only)
     ]
     record = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {"runs": []}
-    command = "python -m tools.scale_lab " + " ".join(sys.argv[1:] if argv is None else argv)
-    record["provenance"] = {
-        "command": "python -m tools.scale_lab",
-        "last_command": command.strip(),
+    argv_text = " ".join(sys.argv[1:] if argv is None else argv)
+    # 每次运行记一条来历：这几个实验是哪条命令、哪个提交、哪个 torch、哪台机器跑的
+    invocation = {
+        "command": f"python -m tools.scale_lab {argv_text}".strip(),
         "git_commit": git_commit(),
         "torch": version("torch"),
         "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
         "cpu": cpu_model(),
         "threads": args.threads,
         "device": args.device,
+        "runs": [],
     }
+    record["provenance"] = [*_invocations(record), invocation]
     started = time.perf_counter()
     for i, exp in enumerate(chosen, start=1):
         row = run(exp, device=args.device)
         record["runs"] = [r for r in record["runs"] if r["name"] != exp.name] + [row]
+        for earlier in record["provenance"][:-1]:
+            earlier["runs"] = [name for name in earlier["runs"] if name != exp.name]
         order = {e.name: k for k, e in enumerate(EXPERIMENTS)}
         record["runs"].sort(key=lambda r: order.get(r["name"], len(order)))
+        invocation["runs"].append(exp.name)
         write(record)
         print(
             f"[{i}/{len(chosen)}] {exp.name:<18} N={row['non_embedding_params']:>7,}  "

@@ -14,8 +14,9 @@
 from __future__ import annotations
 
 import json
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib.resources import files
@@ -24,20 +25,28 @@ import torch
 from torch import nn
 
 from .corpus import Vocab, load_split
-from .training import evaluate, make_model, train
+from .training import make_model, train
 
 __all__ = [
+    "ABLATIONS",
     "EVAL_POEMS",
     "EXPERIMENTS",
     "Experiment",
     "experiment",
+    "fit_power_law",
     "load_results",
     "non_embedding_params",
     "run",
+    "SEEDS",
 ]
 
 EVAL_POEMS = 200  # 验证集的前 200 首（约 9,000 个预测）：评估一次不到 1 秒
-STEPS, BATCH_SIZE, LR, WARMUP = 300, 16, 3e-3, 30  # 每个实验看 300 × 16 = 4,800 首诗（约 21.5 万个字）
+STEPS, BATCH_SIZE, LR, WARMUP = (
+    300,
+    16,
+    3e-3,
+    30,
+)  # 每个实验看 300 × 16 = 4,800 首诗（约 21.5 万个字）
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,28 @@ def _experiments() -> list[Experiment]:
     # 每 25 步评估一次，取验证集上最好的一次（提前停止，Kaplan 等人的 L(D) 也这样量）
     for n in (200, 400, 800, 1600, 3200):
         runs.append(Experiment(f"data-{n}", "data", train_poems=n, eval_every=25))
+    # 消融：size-4 的尺寸、同样的步数与批，一次改一处，每行两个种子
+    for row, options in ABLATIONS.items():
+        for seed in SEEDS:
+            runs.append(Experiment(f"{row}-s{seed}", "ablation", seed=seed, options=options))
     return runs
+
+
+SEEDS = (0, 1)
+# 消融表的行：交给 GPTConfig 的选项。SwiGLU 的隐藏层默认是 round(2/3·4·d_model)，参数量与 4·d_model 的
+# 两层前馈网络相当；GQA 让 4 个查询头共用 2 组 K、V
+ABLATIONS: dict[str, dict] = {
+    "gpt2": {},
+    "rmsnorm": {"norm": "rmsnorm"},
+    "rope": {"position": "rope"},
+    "swiglu": {"ffn": "swiglu"},
+    "gqa": {"num_kv_heads": 2},
+    "no-bias": {"bias": False},
+    "nope": {"position": "none"},
+    "llama": {
+        "norm": "rmsnorm", "position": "rope", "ffn": "swiglu", "num_kv_heads": 2, "bias": False
+    },
+}  # fmt: skip
 
 
 EXPERIMENTS: list[Experiment] = _experiments()
@@ -143,3 +173,59 @@ def load_results() -> dict:
     """随包发布的实验结果（``data/scale_lab.json``）：``provenance`` 与 ``runs``（每个实验一行，见 :func:`run`）。"""
     path = files("tinyformer.poetry") / "data" / "scale_lab.json"
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _linear_fit(
+    columns: Sequence[Sequence[float]], y: Sequence[float]
+) -> tuple[list[float], float]:
+    """最小二乘 y ≈ Σ_j w_j · columns[j]（两列：解 2×2 的正规方程），返回 (w, 残差平方和)。"""
+    (u, v), n = columns, len(y)
+    uu, uv, vv = (
+        sum(p * q for p, q in zip(a, b, strict=True)) for a, b in ((u, u), (u, v), (v, v))
+    )
+    uy, vy = (sum(p * q for p, q in zip(a, y, strict=True)) for a in (u, v))
+    det = uu * vv - uv * uv
+    w = [(uy * vv - vy * uv) / det, (vy * uu - uy * uv) / det]
+    sse = sum((y[i] - w[0] * u[i] - w[1] * v[i]) ** 2 for i in range(n))
+    return w, sse
+
+
+def fit_power_law(
+    x: Sequence[float], y: Sequence[float], with_floor: bool = True
+) -> dict[str, float]:
+    r"""最小二乘拟合 :math:`y = a\,x^{-lpha} + c`（``with_floor=False`` 时 :math:`c = 0`，即双对数坐标里的直线
+    :math:`\log y = \log a - lpha \log x`）。
+
+    给定 α，模型对 (a, c) 是线性的，最小二乘有闭式解；于是只需在 α 上找残差平方和最小的点：先在
+    [0.001, 3] 上按 0.001 的网格找，再在最好的格点两侧按 1e-6 细找。全部用 Python 的 float（float64）
+    逐项计算，任何 CPU 上结果相同。返回 ``{"a", "alpha", "c", "rmse"}``（rmse 是 y 的均方根残差）。
+
+    例子::
+
+        >>> x = [1e3, 1e4, 1e5, 1e6]
+        >>> fit = fit_power_law(x, [20 * v**-0.3 + 5 for v in x])
+        >>> round(fit["a"], 3), round(fit["alpha"], 4), round(fit["c"], 4)
+        (20.0, 0.3, 5.0)
+    """
+    if len(x) != len(y) or len(x) < (3 if with_floor else 2):
+        raise ValueError(
+            f"need as many x as y and at least {3 if with_floor else 2} points, "
+            f"got {len(x)} x and {len(y)} y"
+        )
+    if with_floor:
+
+        def solve(alpha: float) -> tuple[list[float], float]:
+            return _linear_fit([[v**-alpha for v in x], [1.0] * len(x)], y)
+
+        grid = [k / 1000 for k in range(1, 3001)]
+        best = min(grid, key=lambda alpha: solve(alpha)[1])
+        fine = [best + k * 1e-6 for k in range(-1000, 1001)]
+        alpha = min(fine, key=lambda alpha: solve(alpha)[1])
+        (a, c), sse = solve(alpha)
+    else:  # log y = log a − α log x：直线的最小二乘
+        (log_a, slope), _ = _linear_fit(
+            [[1.0] * len(x), [math.log(v) for v in x]], [math.log(v) for v in y]
+        )
+        a, alpha, c = math.exp(log_a), -slope, 0.0
+        sse = sum((v - a * u**-alpha) ** 2 for u, v in zip(x, y, strict=True))
+    return {"a": a, "alpha": alpha, "c": c, "rmse": math.sqrt(sse / len(x))}
