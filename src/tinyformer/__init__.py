@@ -10,7 +10,7 @@ B     批量大小（batch）
 T     目标序列/当前序列长度（查询的个数）
 S     源序列长度（键、值的个数）
 C     模型维数 d_model
-H     头数 num_heads
+H     头数 num_heads（分组查询注意力里 K、V 的头数记作 H_kv）
 D     每个头的维数 D = C // H
 V     词表大小 vocab_size
 ====  ==============================================
@@ -42,14 +42,14 @@ from .cache import KVCache
 from .decoding import beam_search, greedy_decode
 from .dropout import Dropout
 from .embedding import TokenEmbedding
-from .feedforward import NewGELU, PositionWiseFFN
+from .feedforward import NewGELU, PositionWiseFFN, SwiGLU
 from .gpt import GPT, GPTConfig
 from .interop import copy_from_torch
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, padding_mask
 from .model import Transformer, TransformerConfig
-from .normalization import LayerNorm
-from .positional import PositionalEncoding, shift_matrix, sinusoidal_encoding
+from .normalization import LayerNorm, RMSNorm
+from .positional import PositionalEncoding, RotaryEmbedding, shift_matrix, sinusoidal_encoding
 from .text import Vocab, tokenize_en, tokenize_zh
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "sinusoidal_encoding",
     "PositionalEncoding",
     "shift_matrix",
+    "RotaryEmbedding",
     # 掩码与注意力
     "causal_mask",
     "padding_mask",
@@ -69,8 +70,10 @@ __all__ = [
     "MultiHeadAttention",
     # 层归一化、前馈网络、丢弃法
     "LayerNorm",
+    "RMSNorm",
     "PositionWiseFFN",
     "NewGELU",
+    "SwiGLU",
     "Dropout",
     # 编码器层、解码器层、GPT
     "EncoderLayer",

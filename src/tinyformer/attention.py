@@ -39,6 +39,7 @@ from ._checks import (
     merge_masks,
 )
 from .cache import KVCache
+from .positional import RotaryEmbedding
 
 
 def attention_with_weights(
@@ -149,11 +150,24 @@ class MultiHeadAttention(nn.Module):
     自注意力（query、key、value 是同一个张量）时三个投影合成一次 C -> 3C 的矩阵乘法
     （权重按行拼成 :math:`[W^Q; W^K; W^V]`，“注意力机制”一章验证它与分开算相同）。
 
+    两个后来的变化（默认都不用，与论文相同）：
+
+    - **分组查询注意力**（GQA，Ainslie 等 2023）：``num_kv_heads`` = :math:`H_{kv}` < H 时
+      ``k_proj``、``v_proj`` 只输出 :math:`H_{kv}` 个头（C -> :math:`H_{kv} D`），每个 K、V 头由
+      :math:`H / H_{kv}` 个相邻的查询头共用：查询头 h 用第 :math:`\lfloor h / (H/H_{kv}) \rfloor` 个
+      （与 ``F.scaled_dot_product_attention(..., enable_gqa=True)`` 相同）。:math:`H_{kv} = 1` 即
+      多查询注意力（MQA，Shazeer 2019）。键/值缓存只存 :math:`H_{kv}` 个头，省下
+      :math:`1 - H_{kv}/H` 的缓存内存——这正是它的用处。
+    - **RoPE**：给了 ``rope``（:class:`~tinyformer.RotaryEmbedding`）时，投影、分头之后把每个头的
+      q、k 按位置旋转（v 不转）；有缓存时新词元的位置从缓存长度接着数。只用于自注意力。
+
     参数:
         d_model: 模型维数 C，须能被 num_heads 整除。
         num_heads: 头数 H。
         dropout: 注意力权重的丢弃概率（默认 0.0），只在训练时生效。
         bias: 四个线性层是否带偏置（默认 ``True``）。
+        num_kv_heads: K、V 的头数 :math:`H_{kv}`（默认 ``None``，即 H），须整除 H。
+        rope: :class:`~tinyformer.RotaryEmbedding`，其 ``head_dim`` 须等于 D = C / H（默认 ``None``，不旋转）。
 
     形状:
         - query: (B, T, C)，key: (B, S, C)，value: (B, S, C)
@@ -170,21 +184,42 @@ class MultiHeadAttention(nn.Module):
         (torch.Size([2, 5, 16]), torch.Size([2, 4, 5, 5]))
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        num_kv_heads: int | None = None,
+        rope: RotaryEmbedding | None = None,
+    ):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("num_heads", num_heads)
         check_divisible("d_model", d_model, "num_heads", num_heads)
         check_dropout("dropout", dropout)
         check_bool("bias", bias)
+        if num_kv_heads is None:
+            num_kv_heads = num_heads
+        check_positive_int("num_kv_heads", num_kv_heads)
+        check_divisible("num_heads", num_heads, "num_kv_heads", num_kv_heads)
+        check_instance("rope", rope, RotaryEmbedding, allow_none=True)
+        if rope is not None and rope.head_dim != d_model // num_heads:
+            raise ValueError(
+                f"rope.head_dim must equal d_model // num_heads = {d_model // num_heads}, "
+                f"got rope.head_dim={rope.head_dim}"
+            )
         self.d_model = d_model
         self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads  # H_kv；等于 H 时就是普通的多头注意力
         self.head_dim = d_model // num_heads  # D
         self.dropout = dropout
+        kv_dim = num_kv_heads * self.head_dim  # H_kv·D（不分组时就是 C）
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)  # W^Q，H 个头拼在一起
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)  # W^K
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)  # W^V
+        self.k_proj = nn.Linear(d_model, kv_dim, bias=bias)  # W^K，H_kv 个头
+        self.v_proj = nn.Linear(d_model, kv_dim, bias=bias)  # W^V，H_kv 个头
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
+        self.rope = rope
 
     def forward(
         self,
@@ -229,7 +264,7 @@ class MultiHeadAttention(nn.Module):
         _check_mha_inputs(self, query, key, value, need_weights, cache, static_kv)
         B, T, C = query.shape
         if cache is None:
-            q, k, v = self._project(query, key, value)  # (B, H, T, D), (B, H, S, D), (B, H, S, D)
+            q, k, v = self._project(query, key, value)  # (B, H, T, D), (B, H_kv, S, D) ×2
         else:
             q, k, v = self._project_with_cache(query, key, value, cache, static_kv)
         S = k.shape[-2]
@@ -238,39 +273,53 @@ class MultiHeadAttention(nn.Module):
         mask = merge_masks(attn_mask, key_padding_mask, ndim=4)  # (B|1, H|1, T|1, S) 或 None
 
         dropout_p = self.dropout if self.training else 0.0  # 只在训练时丢弃
+        group = self.num_heads // self.num_kv_heads  # 每个 K、V 头供几个查询头共用
         if need_weights:
+            if group > 1:  # 每个 K、V 头复制给它的 group 个查询头：(B, H_kv, S, D) -> (B, H, S, D)
+                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
             y, weights = _attend(q, k, v, mask, dropout_p)  # (B, H, T, D), (B, H, T, S)
-        else:  # 同样的计算交给 torch 的融合内核（见文件后面的 _attend_fused）
-            y, weights = _attend_fused(q, k, v, mask, dropout_p), None
+        else:  # 同样的计算交给 torch 的融合内核（见文件后面的 _attend_fused），分组也由它做
+            y, weights = _attend_fused(q, k, v, mask, dropout_p, enable_gqa=group > 1), None
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
         return self.out_proj(y), weights
 
-    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Q = query W^Q，K = key W^K，V = value W^V，各自切成 H 个头。
+    def _project(
+        self, query: Tensor, key: Tensor, value: Tensor, start: int = 0
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Q = query W^Q，K = key W^K，V = value W^V，各自切成 H（K、V 是 H_kv）个头。
 
         输入是同一个张量时合成一次矩阵乘法：自注意力 [W^Q; W^K; W^V]，交叉注意力 [W^K; W^V]。
+        有 ``rope`` 时 q、k 再按位置 start, start+1, ... 旋转。
         """
         if query is key and key is value:  # 自注意力
-            return self._project_heads(query, self.q_proj, self.k_proj, self.v_proj)
-        (q,) = self._project_heads(query, self.q_proj)
-        if key is value:  # 交叉注意力：键和值都是 memory
-            return (q, *self._project_heads(key, self.k_proj, self.v_proj))
-        (k,) = self._project_heads(key, self.k_proj)
-        (v,) = self._project_heads(value, self.v_proj)
+            q, k, v = self._project_heads(query, self.q_proj, self.k_proj, self.v_proj)
+        else:
+            (q,) = self._project_heads(query, self.q_proj)
+            if key is value:  # 交叉注意力：键和值都是 memory
+                k, v = self._project_heads(key, self.k_proj, self.v_proj)
+            else:
+                (k,) = self._project_heads(key, self.k_proj)
+                (v,) = self._project_heads(value, self.v_proj)
+        if self.rope is not None:  # (B, H, T, D)、(B, H_kv, S, D)：形状不变，每对维度转 pos·ω_i
+            q, k = self.rope(q, start), self.rope(k, start)
         return q, k, v
 
     def _project_heads(self, x: Tensor, *projections: nn.Linear) -> tuple[Tensor, ...]:
-        """把 n 个 C -> C 的投影按行拼成一个 C -> nC 的线性层作用在 x 上，结果切成 n 份、每份 H 个头。"""
+        """把 n 个投影按行拼成一个线性层作用在 x 上，结果切回 n 份，每份分成它的头。
+
+        Q 的投影输出 H·D = C 维，K、V 的输出 H_kv·D 维（不分组时也是 C）。
+        """
         B, L, C = x.shape
-        n, H, D = len(projections), self.num_heads, self.head_dim
-        if n == 1:
-            weight, bias = projections[0].weight, projections[0].bias  # (C, C)
-        else:  # n 个 (C, C) 按行拼成 (nC, C)；反向时梯度按行切回各自的参数
+        D = self.head_dim
+        if len(projections) == 1:
+            weight, bias = projections[0].weight, projections[0].bias  # (out, C)
+        else:  # 按行拼成 (Σout, C)；反向时梯度按行切回各自的参数
             weight = torch.cat([p.weight for p in projections])
             bias = None if projections[0].bias is None else torch.cat([p.bias for p in projections])
-        y = F.linear(x, weight, bias)  # (B, L, C) @ (C, nC) -> (B, L, nC)
-        # (B, L, nC) -> (B, L, n, H, D) -> (n, B, H, L, D)，再拆成 n 个 (B, H, L, D)
-        return y.view(B, L, n, H, D).permute(2, 0, 3, 1, 4).unbind(0)
+        y = F.linear(x, weight, bias)  # (B, L, C) @ (C, Σout) -> (B, L, Σout)
+        parts = y.split([p.out_features for p in projections], dim=-1)  # 每份 (B, L, h·D)
+        # (B, L, h·D) -> (B, L, h, D) -> (B, h, L, D)，h = H 或 H_kv
+        return tuple(part.view(B, L, -1, D).transpose(1, 2) for part in parts)
 
     # ---- 增量解码的键/值缓存 -------------------------------------------------------
 
@@ -290,24 +339,32 @@ class MultiHeadAttention(nn.Module):
                     f"{query.shape[0]}; use cache.reorder(indices) to change the batch"
                 )
             (q,) = self._project_heads(query, self.q_proj)  # (B, H, T, D)
-            return (q, *cached)  # K、V: (B, H, S, D)
-        q, k, v = self._project(query, key, value)
-        return (q, *cache.append(self, k, v))  # (B, H, S_old + S, D)
+            return (q, *cached)  # K、V: (B, H_kv, S, D)
+        # 新词元的位置从已缓存的长度接着数（RoPE 要用它）
+        q, k, v = self._project(query, key, value, start=cache.length(self))
+        return (q, *cache.append(self, k, v))  # 缓存只存 H_kv 个头：(B, H_kv, S_old + S, D)
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, num_heads={self.num_heads}, dropout={self.dropout}"
+        kv = "" if self.num_kv_heads == self.num_heads else f", num_kv_heads={self.num_kv_heads}"
+        return f"d_model={self.d_model}, num_heads={self.num_heads}{kv}, dropout={self.dropout}"
 
 
 # ---- 融合路径：不要权重时，同样的计算交给 torch ---------------------------------------------
 
 
 def _attend_fused(
-    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None,
+    dropout_p: float,
+    enable_gqa: bool = False,
 ) -> Tensor:
     """与 :func:`_attend` 相同的公式交给 torch 的融合内核（不返回权重）。
 
     内核是 ``F.scaled_dot_product_attention``。训练时（dropout_p > 0）也走这里，
-    dropout 由 torch 在它的计算里做（nanoGPT 同样如此）。
+    dropout 由 torch 在它的计算里做（nanoGPT 同样如此）。``enable_gqa=True`` 时 key、value 的
+    头数 H_kv 可以少于 query 的 H，由 torch 让每 H/H_kv 个查询头共用一个（分组查询注意力）。
     """
     # F.scaled_dot_product_attention 的 bool attn_mask 意思相反：True = 可以关注
     allowed = None if mask is None else ~mask
@@ -316,12 +373,12 @@ def _attend_fused(
     if has_key is None or has_key.all():
         # (..., T, D), (..., S, D), (..., S, Dv) -> (..., T, Dv)
         return F.scaled_dot_product_attention(
-            query, key, value, attn_mask=allowed, dropout_p=dropout_p
+            query, key, value, attn_mask=allowed, dropout_p=dropout_p, enable_gqa=enable_gqa
         )
     # 全被遮住的行：torch 的某些版本、后端在这里给出 NaN（梯度也是 NaN）。
     # 先让这些行"什么都能看"，算完再把它们的输出置 0，与 _attend 的规定一致。
     out = F.scaled_dot_product_attention(
-        query, key, value, attn_mask=allowed | ~has_key, dropout_p=dropout_p
+        query, key, value, attn_mask=allowed | ~has_key, dropout_p=dropout_p, enable_gqa=enable_gqa
     )
     return out.masked_fill(~has_key, 0.0)  # (..., T, Dv)
 

@@ -17,7 +17,7 @@ class KVCache:
     r"""一次增量解码的键/值缓存：注意力模块 → 它已算好的 (K, V)。
 
     每个 :class:`~tinyformer.MultiHeadAttention` 用 **它自己** 作钥匙在缓存里存取自己的
-    K、V（形状 (B, H, S, D)），所以整个模型共用一个 ``KVCache`` 对象，调用者不必管层号。
+    K、V（形状 (B, H, S, D)；分组查询注意力是 (B, H_kv, S, D)），所以整个模型共用一个 ``KVCache`` 对象，调用者不必管层号。
     注意力模块遇到缓存时有两种用法（由 ``MultiHeadAttention.forward`` 的 ``static_kv`` 决定）：
 
     - 自注意力（``static_kv=False``）：新词元的 K、V 追加在已存的后面，:meth:`append`；
@@ -84,6 +84,10 @@ class KVCache:
         """``module`` 已缓存的位置数 S（没有缓存时为 0）。模型用它作位置偏移 ``start``。"""
         past = self._store.get(module)
         return 0 if past is None else past[0].shape[-2]
+
+    def nbytes(self) -> int:
+        """缓存里全部 K、V 占的字节数。分组查询注意力只存 H_kv 个头，所以是多头注意力的 H_kv / H。"""
+        return sum(t.numel() * t.element_size() for pair in self._store.values() for t in pair)
 
     def reorder(self, indices: Tensor) -> None:
         """沿批量维重新挑选各行：新的第 j 行 = 旧的第 ``indices[j]`` 行（束搜索用）。

@@ -4,6 +4,8 @@ GPT 的块 = 自注意力 + 前馈网络，自注意力带因果掩码，没有�
 :class:`~tinyformer.EncoderLayer` 加上因果掩码，所以这里的 :class:`GPTBlock` 就是它，
 只多一个逐词生成用的键/值缓存（“完整模型”一章）。
 和 GPT-2 一样：学到的位置嵌入、pre-LN、NewGELU、末尾再加一个 LayerNorm、输出层与词嵌入共享权重。
+:class:`GPTConfig` 还有 2019 年之后常见的几个改动，每个是一个字段，默认全部关闭（即 GPT-2）：
+RMSNorm、RoPE 或不要位置（NoPE）、SwiGLU、分组查询注意力（GQA/MQA）、不要偏置。
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ from ._checks import (
 )
 from .cache import KVCache
 from .embedding import TokenEmbedding
-from .feedforward import ACTIVATIONS
+from .feedforward import ACTIVATIONS, FFNS, swiglu_hidden_size
 from .layers import EncoderLayer
 from .masks import causal_mask
-from .normalization import LayerNorm
+from .normalization import NORMS, make_norm
+from .positional import ROPE_LAYOUTS, RotaryEmbedding
+
+POSITIONS = ("learned", "rope", "none")
 
 
 @dataclass(frozen=True)
@@ -44,13 +49,29 @@ class GPTConfig:
         d_model: 模型维数 C（默认 128）。
         num_heads: 头数 H（默认 4），须整除 d_model。
         num_layers: 块数（默认 4）。
-        d_ff: 前馈网络隐藏层维数（默认 ``None``，即 4·d_model）。
+        d_ff: 前馈网络隐藏层维数（默认 ``None``：``ffn="mlp"`` 时 4·d_model；``ffn="swiglu"`` 时
+            round(2/3·4·d_model)，见 :func:`~tinyformer.feedforward.swiglu_hidden_size`，参数量与前者相当）。
         dropout: 丢弃概率（默认 0.0）。
-        activation: 默认 ``"gelu_tanh"``（GPT-2 的 NewGELU），也可以是 ``"relu"``、``"gelu"``。
+        activation: 默认 ``"gelu_tanh"``（GPT-2 的 NewGELU），也可以是 ``"relu"``、``"gelu"``；
+            只用于 ``ffn="mlp"``。
         norm_first: 默认 ``True``（pre-LN，GPT-2）。
         tie_output: 输出层是否与词嵌入共享权重（默认 ``True``）。与
             :class:`~tinyformer.TransformerConfig` 同名；模块的名字也与 :class:`~tinyformer.Transformer`
             相同：输出层 ``output``、末尾的 LayerNorm ``decoder_norm``（GPT 只有解码器）。
+
+    2019 年之后的改动（默认值即 GPT-2，一个字段一个改动，可以任意组合）:
+        norm: ``"layernorm"``（默认）或 ``"rmsnorm"``（:class:`~tinyformer.RMSNorm`，Zhang & Sennrich 2019），
+            每个块的两个归一化和末尾的 ``decoder_norm`` 都换。
+        position: ``"learned"``（默认，学到的位置嵌入加在输入上）、``"rope"``（不加位置嵌入，
+            每层注意力里旋转 q、k，:class:`~tinyformer.RotaryEmbedding`，Su 等 2021）或 ``"none"``
+            （NoPE：哪里都没有位置信息，只靠因果掩码）。
+        rope_layout: RoPE 的配对方式（``position="rope"`` 时用）：``"half"``（默认，第 i 维与第 i + D/2 维，
+            GPT-NeoX、Hugging Face 的 LLaMA）或 ``"interleaved"``（第 2i 维与第 2i+1 维，RoFormer 论文）。
+        ffn: ``"mlp"``（默认，两层、激活为 ``activation``）或 ``"swiglu"``（:class:`~tinyformer.SwiGLU`，
+            Shazeer 2020）。
+        num_kv_heads: K、V 的头数（默认 ``None``，即 num_heads）：小于 num_heads 是分组查询注意力
+            （GQA，Ainslie 等 2023），1 是多查询注意力（MQA）；须整除 num_heads。键/值缓存按它的比例变小。
+        bias: 线性层和 LayerNorm 是否带偏置（默认 ``True``；``False`` 时模型里没有一个偏置参数，同 LLaMA）。
 
     例子::
 
@@ -69,19 +90,41 @@ class GPTConfig:
     activation: str = "gelu_tanh"
     norm_first: bool = True
     tie_output: bool = True
+    norm: str = "layernorm"
+    position: str = "learned"
+    rope_layout: str = "half"
+    ffn: str = "mlp"
+    num_kv_heads: int | None = None
+    bias: bool = True
 
     def __post_init__(self):
         for name in ("vocab_size", "max_len", "d_model", "num_heads", "num_layers"):
             check_positive_int(name, getattr(self, name))
         check_divisible("d_model", self.d_model, "num_heads", self.num_heads)
+        check_choice("ffn", self.ffn, FFNS)
         if self.d_ff is None:
+            d_ff = swiglu_hidden_size(self.d_model) if self.ffn == "swiglu" else 4 * self.d_model
             # frozen 的数据类不能直接赋值，__post_init__ 里补默认值要用 object.__setattr__
-            object.__setattr__(self, "d_ff", 4 * self.d_model)
+            object.__setattr__(self, "d_ff", d_ff)
         check_positive_int("d_ff", self.d_ff)
         check_dropout("dropout", self.dropout)
         check_choice("activation", self.activation, ACTIVATIONS)
         check_bool("norm_first", self.norm_first)
         check_bool("tie_output", self.tie_output)
+        check_choice("norm", self.norm, NORMS)
+        check_choice("position", self.position, POSITIONS)
+        check_choice("rope_layout", self.rope_layout, ROPE_LAYOUTS)
+        if self.position == "rope" and (self.d_model // self.num_heads) % 2 != 0:
+            raise ValueError(
+                "position='rope' rotates each head's dimensions in pairs, so the head size "
+                f"d_model // num_heads must be even, got {self.d_model} // {self.num_heads} = "
+                f"{self.d_model // self.num_heads}"
+            )
+        if self.num_kv_heads is None:
+            object.__setattr__(self, "num_kv_heads", self.num_heads)
+        check_positive_int("num_kv_heads", self.num_kv_heads)
+        check_divisible("num_heads", self.num_heads, "num_kv_heads", self.num_kv_heads)
+        check_bool("bias", self.bias)
 
 
 class GPTBlock(EncoderLayer):
@@ -125,6 +168,9 @@ class GPT(nn.Module):
     GPT-2 的做法），所以序列不能超过 max_len。``tie_output=True`` 时 :math:`W_{out} = E`。
     初始化同 GPT-2：线性层和嵌入的权重 ~ N(0, 0.02²)，偏置为 0，LayerNorm 的 γ=1、β=0。
     ``norm_first=False`` 时没有末尾的 LayerNorm（post-LN 的每层已以 LayerNorm 结尾）。
+    ``position="rope"`` 或 ``"none"`` 时没有 P（``position_embedding`` 为 ``None``），:math:`h_0 = E[x]`；
+    RoPE 的位置在每层的注意力里（所有层共用一个 :class:`~tinyformer.RotaryEmbedding`，cos/sin 表只存一份），
+    序列仍不能超过 max_len。其余选项见 :class:`GPTConfig`。
 
     参数:
         config: :class:`GPTConfig`。
@@ -159,22 +205,40 @@ class GPT(nn.Module):
         super().__init__()
         check_instance("config", config, GPTConfig)
         self.config = c = config
-        embeddings = (c.vocab_size * (1 if c.tie_output else 2) + c.max_len) * c.d_model
-        needed = 4 * embeddings + layer_stack_bytes(c.d_model, c.d_ff, 1, c.num_layers)
+        learned = c.position == "learned"
+        embeddings = (c.vocab_size * (1 if c.tie_output else 2) + c.max_len * learned) * c.d_model
+        ffn_width = c.d_ff * 3 // 2 if c.ffn == "swiglu" else c.d_ff  # SwiGLU 有三个矩阵而不是两个
+        needed = 4 * embeddings + layer_stack_bytes(c.d_model, ffn_width, 1, c.num_layers)
         sizes = (
             f"vocab_size={c.vocab_size}, d_model={c.d_model}, d_ff={c.d_ff}, max_len={c.max_len}"
         )
         check_memory(f"GPT with {sizes}, num_layers={c.num_layers}", needed)  # 先算总账再建层
         self.token_embedding = TokenEmbedding(c.vocab_size, c.d_model, scale=False)
-        self.position_embedding = nn.Embedding(c.max_len, c.d_model)  # 学到的位置嵌入
+        # 学到的位置嵌入（GPT-2）；RoPE 和 NoPE 不在输入上加位置
+        self.position_embedding = nn.Embedding(c.max_len, c.d_model) if learned else None
         self.dropout = nn.Dropout(c.dropout)
+        rope = None
+        if c.position == "rope":  # 所有层共用一张 cos/sin 表
+            rope = RotaryEmbedding(c.d_model // c.num_heads, c.max_len, layout=c.rope_layout)
         self.layers = nn.ModuleList(
             [
-                GPTBlock(c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
+                GPTBlock(
+                    c.d_model,
+                    c.num_heads,
+                    c.d_ff,
+                    c.dropout,
+                    c.norm_first,
+                    c.activation,
+                    norm=c.norm,
+                    ffn=c.ffn,
+                    bias=c.bias,
+                    num_kv_heads=c.num_kv_heads,
+                    rope=rope,
+                )
                 for _ in range(c.num_layers)
             ]
         )
-        self.decoder_norm = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.decoder_norm = make_norm(c.norm, c.d_model, c.bias) if c.norm_first else nn.Identity()
         self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)  # W_out: C -> V
 
         for module in self.modules():
@@ -192,8 +256,10 @@ class GPT(nn.Module):
         # 已缓存的位置数：新词元从这个位置接着数（没有缓存时为 0）
         start = 0 if cache is None else cache.length(self.layers[0].self_attn)
         check_fits(f"T + cached length = {T} + {start}", T + start, self.config.max_len)
-        positions = torch.arange(start, start + T, device=ids.device)  # (T,)
-        x = self.token_embedding(ids) + self.position_embedding(positions)  # (B, T, C) + (T, C)
+        x = self.token_embedding(ids)  # (B, T, C)
+        if self.position_embedding is not None:
+            positions = torch.arange(start, start + T, device=ids.device)  # (T,)
+            x = x + self.position_embedding(positions)  # (B, T, C) + (T, C)
         x = self.dropout(x)
         # 因果掩码 (T, start + T)；逐词生成时只有一个新词元，它可以看全部位置，这一行全是 False，不必建
         mask = None if T == 1 else causal_mask(T, device=ids.device, start=start)

@@ -20,11 +20,12 @@ from contextlib import contextmanager
 
 from torch import Tensor, nn
 
-from ._checks import check_bool, check_tensor
+from ._checks import check_bool, check_choice, check_tensor
 from .attention import MultiHeadAttention
 from .cache import KVCache
-from .feedforward import PositionWiseFFN
-from .normalization import LayerNorm
+from .feedforward import FFNS, PositionWiseFFN, SwiGLU
+from .normalization import LayerNorm, make_norm
+from .positional import RotaryEmbedding
 
 
 class EncoderLayer(nn.Module):
@@ -47,7 +48,17 @@ class EncoderLayer(nn.Module):
         d_ff: 前馈网络隐藏层维数。
         dropout: 丢弃概率（默认 0.0），位置同 ``torch.nn.TransformerEncoderLayer``。
         norm_first: ``False``（默认）为 post-LN，``True`` 为 pre-LN。
-        activation: ``"relu"``（默认）、``"gelu"`` 或 ``"gelu_tanh"``。
+        activation: ``"relu"``（默认）、``"gelu"`` 或 ``"gelu_tanh"``（``ffn="mlp"`` 时用）。
+
+    以下只能按名字传，是 :class:`~tinyformer.GPTConfig` 的“2017 年之后”的选项，默认即论文的层：
+
+        norm: ``"layernorm"``（默认）或 ``"rmsnorm"``（:class:`~tinyformer.RMSNorm`）。
+        ffn: ``"mlp"``（默认，:class:`~tinyformer.PositionWiseFFN`）或 ``"swiglu"``
+            （:class:`~tinyformer.SwiGLU`，不看 ``activation``）。
+        bias: 线性层和 LayerNorm 是否带偏置（默认 ``True``）。
+        num_kv_heads: 自注意力的 K、V 头数（默认 ``None``，即 num_heads），见
+            :class:`~tinyformer.MultiHeadAttention`。
+        rope: :class:`~tinyformer.RotaryEmbedding`，自注意力的 q、k 按位置旋转（默认 ``None``）。
 
     形状:
         - 输入 x: (B, T, C)
@@ -71,15 +82,27 @@ class EncoderLayer(nn.Module):
         dropout: float = 0.0,
         norm_first: bool = False,
         activation: str = "relu",
+        *,
+        norm: str = "layernorm",
+        ffn: str = "mlp",
+        bias: bool = True,
+        num_kv_heads: int | None = None,
+        rope: RotaryEmbedding | None = None,
     ):
         super().__init__()
         check_bool("norm_first", norm_first)
+        check_choice("ffn", ffn, FFNS)
         self.d_model = d_model
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.ffn = PositionWiseFFN(d_model, d_ff, dropout, activation)
-        self.norm1 = LayerNorm(d_model)
-        self.norm2 = LayerNorm(d_model)
+        self.self_attn = MultiHeadAttention(
+            d_model, num_heads, dropout, bias=bias, num_kv_heads=num_kv_heads, rope=rope
+        )
+        if ffn == "swiglu":
+            self.ffn = SwiGLU(d_model, d_ff, dropout, bias=bias)
+        else:
+            self.ffn = PositionWiseFFN(d_model, d_ff, dropout, activation, bias=bias)
+        self.norm1 = make_norm(norm, d_model, bias)
+        self.norm2 = make_norm(norm, d_model, bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.need_weights = False

@@ -2,6 +2,7 @@ r"""层归一化（“层归一化、残差与前馈网络”一章讲解）。
 
 LayerNorm 在每个词元自己的 C 个特征上求均值和方差，与批里别的句子、别的位置无关；
 所以变长、带填充的批次不会污染它的统计量（BatchNorm 则会，“层归一化、残差与前馈网络”一章实测）。
+:class:`RMSNorm` 是它的简化（LLaMA 等后来的模型用它）：不减均值、没有 β，只除以均方根。
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import (
+    check_bool,
+    check_choice,
     check_floating,
     check_positive_float,
     check_positive_int,
@@ -38,10 +41,12 @@ class LayerNorm(nn.Module):
     参数:
         d_model: 特征维数 C。
         eps: 加在方差上防止除以 0 的小数（默认 1e-5）。
+        bias: 是否有 :math:`\beta`（默认 ``True``）；``False`` 时没有这个参数，公式里不加 β，
+            与 ``torch.nn.LayerNorm(..., bias=False)`` 相同。
 
     属性:
         weight: :math:`\gamma`，形状 (C,)，初始为 1。
-        bias: :math:`\beta`，形状 (C,)，初始为 0。
+        bias: :math:`\beta`，形状 (C,)，初始为 0；``bias=False`` 时为 ``None``。
 
     形状:
         - 输入: (..., C)
@@ -59,14 +64,15 @@ class LayerNorm(nn.Module):
         True
     """
 
-    def __init__(self, d_model: int, eps: float = 1e-5):
+    def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_float("eps", eps)
+        check_bool("bias", bias)
         self.d_model = d_model
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))  # γ
-        self.bias = nn.Parameter(torch.zeros(d_model))  # β
+        self.bias = nn.Parameter(torch.zeros(d_model)) if bias else None  # β
 
     def forward(self, x: Tensor) -> Tensor:
         check_tensor("x", x, "(..., C)", d_model=self.d_model)
@@ -83,3 +89,63 @@ class LayerNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}"
+
+
+class RMSNorm(nn.Module):
+    r"""均方根归一化（Zhang & Sennrich 2019），与 ``torch.nn.RMSNorm(d_model, eps)`` 计算同一个函数。
+
+    .. math::
+
+        \mathrm{RMS}(x) = \sqrt{\frac{1}{C}\sum_{c} x_c^2 + \epsilon}, \quad
+        \mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\mathrm{RMS}(x)}
+
+    与 :class:`LayerNorm` 相比少了两样：不减均值 :math:`\mu`，也没有 :math:`\beta`。
+    :math:`\epsilon` 同样在平方根里面。float16 / bfloat16 的输入在 float32 里算，再转回原来的 dtype。
+
+    参数:
+        d_model: 特征维数 C。
+        eps: 加在均方上防止除以 0 的小数（默认 1e-5，同 :class:`LayerNorm`）。
+
+    属性:
+        weight: :math:`\gamma`，形状 (C,)，初始为 1。
+
+    形状:
+        - 输入: (..., C)
+        - 输出: 与输入相同
+
+    例子::
+
+        >>> import torch
+        >>> from tinyformer import RMSNorm
+        >>> y = RMSNorm(16)(torch.randn(2, 5, 16))
+        >>> bool((y.pow(2).mean(-1) - 1).abs().max() < 1e-4)  # 每个词元的均方为 1
+        True
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_float("eps", eps)
+        self.d_model = d_model
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # γ
+
+    def forward(self, x: Tensor) -> Tensor:
+        check_tensor("x", x, "(..., C)", d_model=self.d_model)
+        check_floating("x", x, None if x.dtype in _LOW_PRECISION else self.weight)
+        h = x.float() if x.dtype in _LOW_PRECISION else x
+        rms = torch.sqrt(h.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1)
+        y = h / rms * self.weight.to(h.dtype)  # (..., C) / (..., 1) * (C,) -> (..., C)
+        return y.to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, eps={self.eps}"
+
+
+NORMS = ("layernorm", "rmsnorm")
+
+
+def make_norm(norm: str, d_model: int, bias: bool = True) -> nn.Module:
+    """``"layernorm"`` -> :class:`LayerNorm`，``"rmsnorm"`` -> :class:`RMSNorm`（它本来就没有 β，不看 ``bias``）。"""
+    check_choice("norm", norm, NORMS)
+    return LayerNorm(d_model, bias=bias) if norm == "layernorm" else RMSNorm(d_model)

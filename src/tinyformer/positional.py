@@ -3,6 +3,7 @@ r"""正弦位置编码与它的"平移矩阵"（“位置编码”一章、“�
 注意力本身不看顺序（打乱输入的词，输出只是跟着打乱），所以要把位置信息加进词向量。
 第 i 对维度 (2i, 2i+1) 共用 **一个** 频率 :math:`\omega_i = 1 / base^{2i/d_{model}}`，
 一个放 sin、一个放 cos；正因为成对，PE(pos + k) 才能由 PE(pos) 旋转得到（“位置编码问答与证明”一章）。
+:class:`RotaryEmbedding`（RoPE）用同样的频率，但不加到输入上，而是在注意力里把每个头的 q、k 按位置旋转。
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import (
+    check_choice,
     check_dropout,
     check_fits,
     check_int,
@@ -196,3 +198,96 @@ class PositionalEncoding(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
+
+
+ROPE_LAYOUTS = ("half", "interleaved")
+
+
+class RotaryEmbedding(nn.Module):
+    r"""旋转位置编码 RoPE（Su 等 2021，RoFormer），作用在注意力每个头的 q、k 上（“位置编码”一章）。
+
+    位置 pos 上的向量 x（一个头的 D 维）分成 D/2 对，第 i 对转过角度 :math:`pos\,\omega_i`，
+    :math:`\omega_i = 1/base^{2i/D}`（与 :func:`sinusoidal_encoding` 同一组频率），按 RoFormer 式 (15)
+    的方向（逆时针）：
+
+    .. math::
+
+        \begin{pmatrix} y_a \\ y_b \end{pmatrix}
+        = \begin{pmatrix} \cos pos\,\omega_i & -\sin pos\,\omega_i \\
+                           \sin pos\,\omega_i & \cos pos\,\omega_i \end{pmatrix}
+          \begin{pmatrix} x_a \\ x_b \end{pmatrix}
+
+    哪两维成一对，有“位置编码”一章说的两种布局：
+
+    - ``"half"``（默认）：a = i，b = i + D/2，前一半与后一半成对（GPT-NeoX、Hugging Face 的 LLaMA 的
+      ``rotate_half``）；
+    - ``"interleaved"``：a = 2i，b = 2i + 1，相邻两维成对（RoFormer 论文、Meta 原版 LLaMA）。
+
+    两种布局只差一个固定的维度重排，但训练好的权重不能混用。旋转保持长度，且转 m 与转 n 的
+    内积只依赖 m − n：:math:`(R_m q)^\top (R_n k) = q^\top R_{n-m} k`，所以分数只看相对位置。
+    cos、sin 表先用 float64 算再转成 float32，注册为 buffer（不是参数，不存进权重文件）。
+
+    参数:
+        head_dim: 每个头的维数 D（偶数）。
+        max_len: 能处理的最长序列（默认 5000）。
+        base: 频率的底数（默认 10000.0）。
+        layout: ``"half"``（默认）或 ``"interleaved"``。
+
+    形状:
+        - 输入 x: (..., T, D)，例如 (B, H, T, D)
+        - 输出: 与输入相同
+
+    ``forward(x, start=0)`` 的 ``start`` 是位置偏移：用键/值缓存逐词生成时，新词元位于
+    start, start+1, ...（start = 已缓存的长度），要求 T + start <= max_len。
+
+    例子::
+
+        >>> import torch
+        >>> from tinyformer import RotaryEmbedding
+        >>> rope = RotaryEmbedding(head_dim=8, max_len=16)
+        >>> q = torch.randn(2, 4, 5, 8)  # (B, H, T, D)
+        >>> rope(q).shape
+        torch.Size([2, 4, 5, 8])
+        >>> torch.allclose(rope(q).norm(dim=-1), q.norm(dim=-1))  # 旋转不改变长度
+        True
+    """
+
+    def __init__(
+        self, head_dim: int, max_len: int = 5000, base: float = 10000.0, layout: str = "half"
+    ):
+        super().__init__()
+        check_positive_int("head_dim", head_dim)
+        check_positive_int("max_len", max_len)
+        check_positive_float("base", base)
+        check_choice("layout", layout, ROPE_LAYOUTS)
+        if head_dim % 2 != 0:
+            raise ValueError(
+                f"head_dim must be even for RoPE (dimensions are rotated in pairs), got head_dim={head_dim}"
+            )
+        self.head_dim = head_dim
+        self.max_len = max_len
+        self.layout = layout
+        omega = _frequencies(head_dim, base)  # (D/2,)：ω_i = 1/base^(2i/D)
+        _check_frequencies(omega, head_dim, base)
+        position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+        angle = position * omega  # (max_len, 1) * (D/2,) -> (max_len, D/2)：第 i 对转过 pos·ω_i
+        self.register_buffer("cos", torch.cos(angle).float(), persistent=False)  # (max_len, D/2)
+        self.register_buffer("sin", torch.sin(angle).float(), persistent=False)  # (max_len, D/2)
+
+    def forward(self, x: Tensor, start: int = 0) -> Tensor:
+        T, D = x.shape[-2:]
+        check_fits(f"T + start = {T} + {start}", T + start, self.max_len)
+        cos = self.cos[start : start + T].to(x.dtype)  # (T, D/2)，对 (..., T, D/2) 广播
+        sin = self.sin[start : start + T].to(x.dtype)
+        if self.layout == "half":  # 第 i 维与第 i + D/2 维成对：各 (..., T, D/2)
+            a, b = x[..., : D // 2], x[..., D // 2 :]
+        else:  # 第 2i 维与第 2i+1 维成对：各 (..., T, D/2)
+            a, b = x[..., 0::2], x[..., 1::2]
+        y_a = a * cos - b * sin  # 每一对逆时针转 pos·ω_i
+        y_b = a * sin + b * cos
+        if self.layout == "half":
+            return torch.cat([y_a, y_b], dim=-1)  # (..., T, D/2) ×2 -> (..., T, D)
+        return torch.stack([y_a, y_b], dim=-1).flatten(-2)  # (..., T, D/2, 2) -> (..., T, D)
+
+    def extra_repr(self) -> str:
+        return f"head_dim={self.head_dim}, max_len={self.max_len}, layout={self.layout!r}"
