@@ -219,7 +219,7 @@ def fit_power_law(
 
         grid = [k / 1000 for k in range(1, 3001)]
         best = min(grid, key=lambda alpha: solve(alpha)[1])
-        fine = [best + k * 1e-6 for k in range(-1000, 1001)]
+        fine = [best + k * 1e-6 for k in range(-999, 1001)]  # α > 0：α = 0 时 u 与 1 是同一列
         alpha = min(fine, key=lambda alpha: solve(alpha)[1])
         (a, c), sse = solve(alpha)
     else:  # log y = log a − α log x：直线的最小二乘

@@ -23,13 +23,16 @@ ROW_LABELS = {
 
 
 def _points(group: str) -> list[tuple[float, float]]:
-    """一组实验的 (x, 每字比特数)：参数量用非嵌入参数与训练结束时的值，数据量用训练集字数与最好的值。"""
+    """一组实验的 (x, 每字比特数)：参数量用非嵌入参数与训练结束时的值（到损失最低的尺寸为止），
+    数据量用训练集的字数与提前停止的最好值。"""
     from ...poetry.corpus import load_split
     from ...poetry.scale import load_results
 
     rows = [r for r in load_results()["runs"] if r["group"] == group]
-    if group == "size":
-        return [(r["non_embedding_params"], r["valid_bpc"]) for r in rows]
+    if group == "size":  # 与正文相同：只拟合到损失最低的尺寸为止（更大的受数据量所限）
+        points = [(r["non_embedding_params"], r["valid_bpc"]) for r in rows]
+        best = min(range(len(points)), key=lambda k: points[k][1])
+        return points[: best + 1]
     train = load_split("train")
     return [(sum(len(p) + 1 for p in train[: r["train_poems"]]), r["best_valid_bpc"]) for r in rows]
 
