@@ -49,6 +49,14 @@ def write(record: dict, path: Path) -> None:
         file.write(text.encode("utf-8"))
 
 
+def _command(words: list[str]) -> str:
+    """记进来历的命令：结果写到哪个文件（``--results``）与跑了什么无关，不记。"""
+    kept = [
+        w for k, w in enumerate(words) if w != "--results" and words[k - 1 : k] != ["--results"]
+    ]
+    return " ".join(["python", "-m", "tools.scale_lab", *kept])
+
+
 def _read(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"runs": []}
 
@@ -73,7 +81,11 @@ def merge(sources: list[Path], path: Path) -> None:
         other = _read(source)
         for invocation in _invocations(other):
             rows = [r for r in other["runs"] if r["name"] in invocation["runs"]]
-            fresh = {**invocation, "runs": []}
+            fresh = {
+                **invocation,
+                "command": _command(invocation["command"].split()[3:]),
+                "runs": [],
+            }
             record["provenance"].append(fresh)
             _store(record, rows, fresh)
     write(record, path)
@@ -109,10 +121,9 @@ def main(argv: list[str] | None = None) -> None:
         and (not args.seed or exp.seed in args.seed)
     ]
     record = _read(args.results)
-    argv_text = " ".join(sys.argv[1:] if argv is None else argv)
     # 每次运行记一条来历：这几个实验是哪条命令、哪个提交、哪个 torch、哪台机器跑的
     invocation = {
-        "command": f"python -m tools.scale_lab {argv_text}".strip(),
+        "command": _command(sys.argv[1:] if argv is None else argv),
         "git_commit": git_commit(),
         "torch": version("torch"),
         "date": datetime.datetime.now(datetime.UTC).date().isoformat(),

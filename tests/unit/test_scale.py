@@ -131,4 +131,11 @@ def test_scale_lab_writes_each_run_atomically_with_its_provenance(tmp_path, monk
     assert [row["name"] for row in record["runs"]] == ["size-1", "size-2"]
     assert [inv["runs"] for inv in record["provenance"]] == [["size-1"], ["size-2"]]
     assert record["provenance"][-1]["command"] == "python -m tools.scale_lab --only size-2"
-    assert list(tmp_path.iterdir()) == [results]  # 没有留下临时文件
+    other = tmp_path / "other.json"  # 另一个进程写的结果，再并进来
+    scale_lab.main(["--only", "size-3", "--results", str(other)])
+    scale_lab.main(["--merge", str(other)])
+    record = json.loads(results.read_text(encoding="utf-8"))
+    assert [row["name"] for row in record["runs"]] == ["size-1", "size-2", "size-3"]
+    assert [inv["runs"] for inv in record["provenance"]] == [["size-1"], ["size-2"], ["size-3"]]
+    assert record["provenance"][-1]["command"] == "python -m tools.scale_lab --only size-3"
+    assert sorted(tmp_path.iterdir()) == sorted([results, other])  # 没有留下临时文件
