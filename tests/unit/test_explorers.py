@@ -364,3 +364,36 @@ def test_widgets_that_need_a_kernel_say_so_on_the_page(path):
             # 链接打开笔记本版（edition/，tools/edition.py），不是网站的源文件
             assert "colab.research.google.com/github/" in note and f"edition/{path.name}" in note
             assert "mybinder.org/v2/gh/" in note
+
+
+def test_scaling_explorer_refits_without_each_point_and_embeds_its_data():
+    from tinyformer.book.explorers import scaling
+    from tinyformer.poetry.scale import fit_power_law
+
+    data = explorers.scaling_data(samples=5)
+    for group in ("size", "data"):
+        points = [r for r in data["points"] if r["group"] == group]
+        fits = [r for r in data["fits"] if r["group"] == group]
+        assert [f["out"] for f in fits] == list(range(len(points) + 1))
+        xs, ys = map(list, zip(*scaling._points(group), strict=True))  # 未舍入的结果
+        assert [p["x"] for p in points] == xs
+        for fit in fits:  # 去掉第 out 个点之后的拟合（out = 0：全部）
+            keep = [k for k in range(len(points)) if k != fit["out"] - 1]
+            expected = fit_power_law([xs[k] for k in keep], [ys[k] for k in keep])
+            assert fit["alpha"] == pytest.approx(expected["alpha"], abs=1e-3)
+        assert len([r for r in data["curves"] if r["group"] == group]) == 5 * len(fits)
+    chart = explorers.scaling_explorer()
+    tables = explorers.chart_datasets(chart)
+    assert sorted(map(len, tables)) == sorted(len(v) for v in explorers.scaling_data().values())
+    assert_controls_cover_data(chart, explorers.scaling_data()["fits"], {})
+
+
+def test_ablation_explorer_has_both_seeds_of_every_row():
+    from tinyformer.poetry.scale import ABLATIONS, SEEDS
+
+    rows = explorers.ablation_data()
+    assert {(r["row"], r["seed"]) for r in rows} == {(a, s) for a in ABLATIONS for s in SEEDS}
+    chart = explorers.ablation_explorer()
+    assert explorers.chart_rows(chart) == rows
+    (value, options) = bound_params(chart)["row"]
+    assert value in options and set(options) == set(ABLATIONS) - {"gpt2"}

@@ -44,13 +44,21 @@ MAX_LEN = 8 * 8 + 2  # 最长的诗（七律：8 句 × (7 字 + 1 个标点)）
 
 
 def make_model(
-    vocab: Vocab, d_model: int = 128, num_layers: int = 4, num_heads: int = 4, seed: int = 0
+    vocab: Vocab,
+    d_model: int = 128,
+    num_layers: int = 4,
+    num_heads: int = 4,
+    seed: int = 0,
+    **options,
 ) -> GPT:
-    """一个为这份语料定尺寸的 :class:`~tinyformer.GPT`：词表 = ``len(vocab)``，max_len = :data:`MAX_LEN`。"""
+    """一个为这份语料定尺寸的 :class:`~tinyformer.GPT`：词表 = ``len(vocab)``，max_len = :data:`MAX_LEN`。
+
+    ``options`` 原样交给 :class:`~tinyformer.GPTConfig`（如 ``d_ff``），默认是 GPT-2 式的块。
+    """
     with seeded(seed):
         config = GPTConfig(
             vocab_size=len(vocab), max_len=MAX_LEN, d_model=d_model,
-            num_heads=num_heads, num_layers=num_layers,
+            num_heads=num_heads, num_layers=num_layers, **options,
         )  # fmt: skip
         return GPT(config)
 

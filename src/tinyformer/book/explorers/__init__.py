@@ -13,6 +13,7 @@
 ``trained_model``          完整模型：训练一个中译英 Transformer
 ``poetry``                 只有解码器：在全唐诗上预训练一个 GPT
 ``bpe_merges``             中文的字节级 BPE
+``scaling``                规模与 2017 年之后的改进
 ``charts``                 共用：舍入、控件、热力图、:func:`show`
 =========================  ==========================================
 
@@ -63,6 +64,7 @@ from .layer_norm_gradient import layer_norm_gradient_data, layer_norm_gradient_e
 from .poetry import sampling_data, sampling_explorer
 from .positional_curves import positional_curves_data, positional_curves_explorer
 from .relative_position import relative_position_data, relative_position_explorer
+from .scaling import ablation_data, ablation_explorer, scaling_data, scaling_explorer
 from .trained_model import checkpoint_data, checkpoint_explorer
 
 __all__ = [
@@ -92,6 +94,10 @@ __all__ = [
     "checkpoint_explorer",
     "sampling_data",
     "sampling_explorer",
+    "scaling_data",
+    "scaling_explorer",
+    "ablation_data",
+    "ablation_explorer",
     "render",
     "show",
 ]

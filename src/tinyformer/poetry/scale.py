@@ -1,0 +1,231 @@
+"""规模实验：损失随参数量、随数据量怎样变，以及 2017 年之后的块一次改一处（“规模与 2017 年之后的改进”一章讲解）。
+
+每个实验是一条 :class:`Experiment`：模型尺寸、训练集取前多少首、步数、批、学习率、种子，以及交给
+:class:`~tinyformer.GPTConfig` 的其余选项（RMSNorm、RoPE……）。:func:`run` 用“只有解码器”一章的
+:func:`~tinyformer.poetry.training.make_model`、:func:`~tinyformer.poetry.training.train`、
+:func:`~tinyformer.poetry.training.evaluate` 训练并评估它；量度是验证集前 :data:`EVAL_POEMS` 首诗上的
+每字比特数，字表总是整个训练集的字表（与“只有解码器”一章相同），所以各行可以直接比较。
+
+:data:`EXPERIMENTS` 是全部记下的实验；``python -m tools.scale_lab`` 逐个运行它们，结果连同来历写进
+``data/scale_lab.json``（:func:`load_results` 读它）。这台 2 核机器上全部约 20 分钟，所以模型很小、训练很短：
+这里量的是 **小** 模型的规律，不是大模型的。
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from importlib.resources import files
+
+import torch
+from torch import nn
+
+from .corpus import Vocab, load_split
+from .training import make_model, train
+
+__all__ = [
+    "ABLATIONS",
+    "EVAL_POEMS",
+    "EXPERIMENTS",
+    "Experiment",
+    "experiment",
+    "fit_power_law",
+    "load_results",
+    "non_embedding_params",
+    "run",
+    "SEEDS",
+]
+
+EVAL_POEMS = 200  # 验证集的前 200 首（约 9,000 个预测）：评估一次不到 1 秒
+STEPS, BATCH_SIZE, LR, WARMUP = (
+    300,
+    16,
+    3e-3,
+    30,
+)  # 每个实验看 300 × 16 = 4,800 首诗（约 21.5 万个字）
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """一次训练的全部设置。``train_poems=None`` 用整个训练集（33,135 首），否则用前 ``train_poems`` 首；
+    ``options`` 原样交给 :class:`~tinyformer.GPTConfig`；每 ``eval_every`` 步在验证集上评估一次。"""
+
+    name: str
+    group: str  # "size"、"data" 或 "ablation"
+    d_model: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    train_poems: int | None = None
+    steps: int = STEPS
+    batch_size: int = BATCH_SIZE
+    lr: float = LR
+    seed: int = 0
+    eval_every: int = 50
+    options: dict = field(default_factory=dict)
+
+
+def _experiments() -> list[Experiment]:
+    runs = []
+    # 参数量：7 个尺寸，非嵌入参数约 900 到 80 万（约 900 倍），数据量相同（300 步 × 16 首）
+    for i, (d, layers, heads) in enumerate(
+        [(8, 1, 2), (16, 1, 2), (32, 1, 2), (32, 2, 2), (64, 2, 4), (96, 3, 4), (128, 4, 4)]
+    ):
+        runs.append(Experiment(f"size-{i}", "size", d, layers, heads))
+    # 数据量：固定的模型（size-4 的尺寸），训练集只取前 n 首；300 步里小的训练集要重复很多轮，
+    # 每 25 步评估一次，取验证集上最好的一次（提前停止，Kaplan 等人的 L(D) 也这样量）
+    for n in (200, 400, 800, 1600, 3200):
+        runs.append(Experiment(f"data-{n}", "data", train_poems=n, eval_every=25))
+    # 消融：size-4 的尺寸、同样的步数与批，一次改一处，每行两个种子
+    for row, options in ABLATIONS.items():
+        for seed in SEEDS:
+            runs.append(Experiment(f"{row}-s{seed}", "ablation", seed=seed, options=options))
+    return runs
+
+
+SEEDS = (0, 1)
+# 消融表的行：交给 GPTConfig 的选项。SwiGLU 的隐藏层默认是 round(2/3·4·d_model)，参数量与 4·d_model 的
+# 两层前馈网络相当；GQA 让 4 个查询头共用 2 组 K、V
+ABLATIONS: dict[str, dict] = {
+    "gpt2": {},
+    "rmsnorm": {"norm": "rmsnorm"},
+    "rope": {"position": "rope"},
+    "swiglu": {"ffn": "swiglu"},
+    "gqa": {"num_kv_heads": 2},
+    "no-bias": {"bias": False},
+    "nope": {"position": "none"},
+    "llama": {
+        "norm": "rmsnorm", "position": "rope", "ffn": "swiglu", "num_kv_heads": 2, "bias": False
+    },
+}  # fmt: skip
+
+
+EXPERIMENTS: list[Experiment] = _experiments()
+
+
+def experiment(name: str) -> Experiment:
+    """按名字取 :data:`EXPERIMENTS` 里的一个实验。"""
+    for exp in EXPERIMENTS:
+        if exp.name == name:
+            return exp
+    raise ValueError(f"no experiment named {name!r}; names are {[e.name for e in EXPERIMENTS]}")
+
+
+@cache
+def _data() -> tuple[Vocab, list[str], list[str]]:
+    train_poems = load_split("train")
+    return Vocab.build(train_poems), train_poems, load_split("valid")[:EVAL_POEMS]
+
+
+def non_embedding_params(model: nn.Module) -> int:
+    """不算词嵌入（与输出层共享）和位置嵌入的参数个数 N（Kaplan 等人的约定）。"""
+    return sum(
+        p.numel()
+        for name, p in model.named_parameters()  # 共享的权重只列一次（在 token_embedding 下）
+        if not name.startswith(("token_embedding.", "position_embedding."))
+    )
+
+
+def run(
+    exp: Experiment, device: str = "cpu", progress: Callable[[str], None] | None = None
+) -> dict:
+    """训练并评估 ``exp``，返回一行结果：设置、参数量、看过的字数、验证集每字比特数、用时。
+
+    ``valid_bpc`` 是训练结束时的值，``best_valid_bpc`` 是各次评估里最好的（提前停止），
+    ``curve`` 是每次评估的 [步数, 每字比特数]。
+    """
+    vocab, train_all, valid = _data()
+    poems = train_all if exp.train_poems is None else train_all[: exp.train_poems]
+    model = make_model(
+        vocab, exp.d_model, exp.num_layers, exp.num_heads, seed=exp.seed, **exp.options
+    ).to(device)
+    started = time.perf_counter()
+    result = train(
+        model, vocab, poems, valid, steps=exp.steps, seed=exp.seed, batch_size=exp.batch_size,
+        lr=exp.lr, warmup=WARMUP, log_every=exp.eval_every, eval_every=exp.eval_every,
+        progress=progress,
+    )  # fmt: skip
+    curve = [[row["step"], round(row["valid_bpc"], 4)] for row in result.valid]
+    best = min(curve, key=lambda row: row[1])
+    chars_per_poem = sum(len(p) + 1 for p in poems) / len(poems)  # 每首的预测数（字符 + <eos>）
+    return {
+        **asdict(exp),
+        "train_poems": len(poems),
+        "params": sum(p.numel() for p in model.parameters()),
+        "non_embedding_params": non_embedding_params(model),
+        "tokens": round(exp.steps * exp.batch_size * chars_per_poem),  # 训练中看过的字数（约）
+        "train_bpc": round(result.log[-1]["train_bpc"], 4),
+        "valid_bpc": curve[-1][1],
+        "best_valid_bpc": best[1],
+        "best_step": best[0],
+        "curve": curve,
+        "seconds": round(time.perf_counter() - started, 1),
+        "train_seconds": round(result.seconds, 1),
+        "threads": torch.get_num_threads(),
+        "device": device,
+    }
+
+
+def load_results() -> dict:
+    """随包发布的实验结果（``data/scale_lab.json``）：``provenance`` 与 ``runs``（每个实验一行，见 :func:`run`）。"""
+    path = files("tinyformer.poetry") / "data" / "scale_lab.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _linear_fit(
+    columns: Sequence[Sequence[float]], y: Sequence[float]
+) -> tuple[list[float], float]:
+    """最小二乘 y ≈ Σ_j w_j · columns[j]（两列：解 2×2 的正规方程），返回 (w, 残差平方和)。"""
+    (u, v), n = columns, len(y)
+    uu, uv, vv = (
+        sum(p * q for p, q in zip(a, b, strict=True)) for a, b in ((u, u), (u, v), (v, v))
+    )
+    uy, vy = (sum(p * q for p, q in zip(a, y, strict=True)) for a in (u, v))
+    det = uu * vv - uv * uv
+    w = [(uy * vv - vy * uv) / det, (vy * uu - uy * uv) / det]
+    sse = sum((y[i] - w[0] * u[i] - w[1] * v[i]) ** 2 for i in range(n))
+    return w, sse
+
+
+def fit_power_law(
+    x: Sequence[float], y: Sequence[float], with_floor: bool = True
+) -> dict[str, float]:
+    r"""最小二乘拟合 :math:`y = a\,x^{-lpha} + c`（``with_floor=False`` 时 :math:`c = 0`，即双对数坐标里的直线
+    :math:`\log y = \log a - lpha \log x`）。
+
+    给定 α，模型对 (a, c) 是线性的，最小二乘有闭式解；于是只需在 α 上找残差平方和最小的点：先在
+    [0.001, 3] 上按 0.001 的网格找，再在最好的格点两侧按 1e-6 细找。全部用 Python 的 float（float64）
+    逐项计算，任何 CPU 上结果相同。返回 ``{"a", "alpha", "c", "rmse"}``（rmse 是 y 的均方根残差）。
+
+    例子::
+
+        >>> x = [1e3, 1e4, 1e5, 1e6]
+        >>> fit = fit_power_law(x, [20 * v**-0.3 + 5 for v in x])
+        >>> round(fit["a"], 3), round(fit["alpha"], 4), round(fit["c"], 4)
+        (20.0, 0.3, 5.0)
+    """
+    if len(x) != len(y) or len(x) < (3 if with_floor else 2):
+        raise ValueError(
+            f"need as many x as y and at least {3 if with_floor else 2} points, "
+            f"got {len(x)} x and {len(y)} y"
+        )
+    if with_floor:
+
+        def solve(alpha: float) -> tuple[list[float], float]:
+            return _linear_fit([[v**-alpha for v in x], [1.0] * len(x)], y)
+
+        grid = [k / 1000 for k in range(1, 3001)]
+        best = min(grid, key=lambda alpha: solve(alpha)[1])
+        fine = [best + k * 1e-6 for k in range(-999, 1001)]  # α > 0：α = 0 时 u 与 1 是同一列
+        alpha = min(fine, key=lambda alpha: solve(alpha)[1])
+        (a, c), sse = solve(alpha)
+    else:  # log y = log a − α log x：直线的最小二乘
+        (log_a, slope), _ = _linear_fit(
+            [[1.0] * len(x), [math.log(v) for v in x]], [math.log(v) for v in y]
+        )
+        a, alpha, c = math.exp(log_a), -slope, 0.0
+        sse = sum((v - a * u**-alpha) ** 2 for u, v in zip(x, y, strict=True))
+    return {"a": a, "alpha": alpha, "c": c, "rmse": math.sqrt(sse / len(x))}
