@@ -12,16 +12,23 @@
 ``_config.yml`` 里同样的扩展）切成块；块的源文字原样保留，只有解析器认出的 MyST 结构被换掉：
 
 - 章节号、图号、公式号、练习号、定理号取自网站的构建（``_build/.doctrees`` 里 Sphinx 的环境与
-  各页的文档树），所以与网站上显示的完全一致：标题写成“第 5 章　注意力机制”“5.3 查询、键、值……”；
-  ``{numref}`` 写成链到网站那一节的“5.3 节”“第 4 章”“练习 5.1”；``{eq}`` 写成“(4.1)”，带标签的
+  各页的文档树），所以与网站上显示的完全一致：标题写成“第 5 章　注意力机制”“5.3 查询、键、值……”，
+  每个标题带一个与网站同名的锚点 ``<a id="…"></a>``（JupyterLab、Colab、GitHub 自己给标题生成的锚点
+  各不相同，显式的 ``id`` 三处都认）；引用一节的 ``{numref}``、``{ref}`` 链到笔记本里的那个标题（同一章
+  ``#锚点``，别的章 ``ch04_….ipynb#锚点``），读者不离开笔记本；“第 4 章”链到那一章的笔记本；“练习 5.1”
+  等链到网站；``{eq}`` 写成“(4.1)”，带标签的
   公式里加 ``\\tag{4.1}``；``{prf:ref}`` 写成“定理 4.1”；``(标签)=`` 行删掉。
 - ``{term}`` 链到网站术语表里的那一条，``{cite:p}`` 写成链到参考文献页的“(Vaswani et al., 2017)”
   （标签与网站同一写法，``_ext/bib_labels.py``）。
 - 提示框、定理、证明、练习写成带粗体标题的 Markdown（提示框包在 ``<div>`` 里），可折叠的“包里的实现”
   写成 ``<details>``，里面是网站上 ``literalinclude`` 显示的同一段源码（Sphinx 自己的读取器取出）。
-- 解答：文字的解答折进 ``<details>``；代码的解答单元格挪到全部练习之后，前面一行“练习 5.1 的解答”，
-  单元格在 JupyterLab 里折叠（``metadata.jupyter.source_hidden``/``outputs_hidden``）。
-- 图的说明（网站上由单元格元数据 ``mystnb.figure.caption`` 排在图下）成为图下的一行“图 5.1　……”。
+- 解答：每个解答（文字的 ``{solution}``，或 ``solution-start`` 与 ``solution-end`` 之间的单元格）整个折进
+  一个 Markdown 单元格的 ``<details>``，摘要只写“练习 5.1 的解答（点击展开）”；代码写成代码块，它存着的
+  输出跟在后面（文字写成代码块，图作为单元格的附件）。``<details>`` 在 JupyterLab、Notebook 7、Colab、
+  GitHub 都折叠；代码单元格做不到：JupyterLab 折叠时仍显示第一行，GitHub 不认折叠的元数据。
+- 图的说明（网站上由单元格元数据 ``mystnb.figure.caption`` 排在图下）成为图下的一行“图 5.1　……”；
+  网站上 ``<img>`` 的替代文字（``mystnb.image.alt``）折在它下面的“图 5.1 的文字描述”里（笔记本的图输出
+  没有放替代文字的地方）。
 - 只属于网站的东西换成一行说明和网站那一节的链接：``remove-output`` 单元格保存的输出（控件的
   ``interactive(...)`` 文字、停在 0 步的进度条；单元格本身留着，运行它就出现）、``{raw}`` 嵌入的网页
   部件（第 8 章的浏览器内翻译器；它所在的整个单元格）、``<span class="site-weight">``（构建网站时才填写的称重）、
@@ -143,6 +150,8 @@ class Site:
             env = pickle.load(file)
         self.url = site_url()
         self.labels = env.domaindata["std"]["labels"]  # 标签 -> (文档, 锚点, 标题)
+        # 标签给出的锚点（(文档, 锚点)）：引用只会指向它们，笔记本版的标题只带这些锚点
+        self.label_anchors = {(docname, anchor) for docname, anchor, _ in self.labels.values()}
         self.terms = {
             term: target
             for (kind, term), target in env.domaindata["std"]["objects"].items()
@@ -214,6 +223,46 @@ def pybtex_entries(path: Path):
     return parse_file(str(path)).entries
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def widget_text(view: dict, state: dict) -> str:
+    """控件输出的文字版：各控件的名字与取值、``Output`` 控件里打印的文字，加一句怎样操作。
+
+    控件在笔记本里显示要有运行中的内核（或信任的笔记本里的控件状态）；没有时 JupyterLab、Notebook 7
+    显示输出的 ``text/plain``，原来是 ``interactive(children=(Text(value=…`` 这样的 repr。这里换成
+    保存的控件状态里读者在网站上看到的同样内容。
+    """
+    controls, printed = [], []
+
+    def walk(model_id: str) -> None:
+        model = state.get(model_id, {})
+        values = model.get("state", {})
+        if model.get("model_name") == "OutputModel":
+            for output in values.get("outputs", []):
+                text = output.get("text") or output.get("data", {}).get("text/plain", "")
+                printed.append("".join(text).rstrip("\n"))
+        elif values.get("description"):
+            value = values.get("value")
+            if "index" in values and values.get("_options_labels"):
+                value = values["_options_labels"][values["index"]]
+            controls.append(f"{values['description']}：{value}")
+        for child in values.get("children", []):
+            walk(child.removeprefix("IPY_MODEL_"))
+
+    walk(view["model_id"])
+    lines = ["　".join(controls)] if controls else []
+    return "\n".join([*lines, *printed, "（运行这个单元格，就可以在这里操作控件）"])
+
+
+def fenced(text: str, language: str) -> str:
+    """把 ``text`` 写成代码块；围栏比其中最长的一串反引号多一个，里面的 ``` 不会提前结束它。"""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text.rstrip()}\n{fence}"
+
+
 def dotted(numbers: tuple[int, ...]) -> str:
     return ".".join(map(str, numbers))
 
@@ -246,7 +295,7 @@ class Chapter:
     sections: list[tuple[tuple[int, ...] | None, list[str]]]
     anchor: str = ""  # 当前所在的节在网站上的锚点
     headings_seen: int = 0
-    solutions: list[str] = field(default_factory=list)
+    solutions: list[str] = field(default_factory=list)  # 读到的 solution-start 的练习标签
 
     def heading(self) -> tuple[int, ...] | None:
         if self.headings_seen >= len(self.sections):
@@ -258,6 +307,11 @@ class Chapter:
         self.anchor = anchors[0]
         self.headings_seen += 1
         return number
+
+    def labelled_anchors(self) -> list[str]:
+        """当前这一节的锚点里由标签给出的那些（``(ch02-vocab)=``）。"""
+        _, anchors = self.sections[self.headings_seen - 1]
+        return [a for a in anchors if (self.docname, a) in self.site.label_anchors]
 
     def here(self) -> str:
         return self.site.page(self.docname, self.anchor)
@@ -316,9 +370,10 @@ class Converter:
             text = CJK_NEWLINE.sub("", text)
         if token.type == "heading_open":
             number = chapter.heading()
-            if number:
-                title = text[len(token.markup) :].lstrip()
-                return f"{token.markup} {number_text(number)}{title}"
+            title = text[len(token.markup) :].strip()
+            # 与网站同名的锚点（节的标签）：引用这一节的链接（#锚点、ch04_….ipynb#锚点）跳到这里
+            anchors = "".join(f'<a id="{a}"></a>' for a in chapter.labelled_anchors())
+            return f"{token.markup} {number_text(number) if number else ''}{title}{anchors}\n"
         return text
 
     def lead(self, title: str, inner: str) -> str:
@@ -355,14 +410,11 @@ class Converter:
             inner = self.markdown(content, chapter).strip("\n")
             return self.lead(f"**练习 {dotted(number)}**", inner)
         if name == "solution":
-            number = self.site.number(chapter.docname, argument)
             inner = self.markdown(content, chapter).strip("\n")
-            summary = f"练习 {dotted(number)} 的解答（点击展开）"
-            return f"<details>\n<summary>{summary}</summary>\n\n{inner}\n\n</details>\n"
+            return self.folded_solution(argument, inner, chapter)
         if name == "solution-start":
-            number = self.site.number(chapter.docname, argument)
-            chapter.solutions.append(argument)
-            return f"**练习 {dotted(number)} 的解答**（下面折叠的单元格，点击展开）\n"
+            chapter.solutions.append(argument)  # 到 solution-end 为止的单元格折进一个 <details>
+            return ""
         if name == "solution-end":
             return ""
         if name == "literalinclude":
@@ -384,6 +436,12 @@ class Converter:
             f"MyST directive must be one the edition converts (tools/edition.py), "
             f"got directive={name!r} in {chapter.docname}"
         )
+
+    def folded_solution(self, label: str, inner: str, chapter: Chapter) -> str:
+        """练习 ``label`` 的解答折进 ``<details>``：摘要里只有练习的号，答案要点开才看得到。"""
+        number = self.site.number(chapter.docname, label)
+        summary = f"练习 {dotted(number)} 的解答（点击展开）"
+        return f"<details>\n<summary>{summary}</summary>\n\n{inner}\n\n</details>\n"
 
     def literalinclude(self, argument: str, options: dict[str, str]) -> str:
         """网站上 ``literalinclude`` 显示的那段源码（用 Sphinx 自己的读取器取出）。"""
@@ -436,7 +494,7 @@ class Converter:
             if len(number) == 1 and notebook in edition_notebooks():
                 # “第 5 章”：链到笔记本版里同一目录的那一章，Colab、GitHub、JupyterLab 都在原地打开它
                 return f"[{text}]({notebook})"
-            return f"[{text}]({site.page(docname, anchor)})"
+            return f"[{text}]({self.section_href(docname, anchor, chapter)})"
         if name == "eq":
             docname, _, number = site.numbered(f"equation-{content}")
             return f"[({dotted(number)})]({site.page(docname, 'equation-' + content)})"
@@ -456,7 +514,7 @@ class Converter:
             title, label = split_role_target(content)
             docname, anchor, section_title = site.label(label)
             text = section_title if title == label else title
-            return f"[{text}]({site.page(docname, anchor)})"
+            return f"[{text}]({self.section_href(docname, anchor, chapter)})"
         if name == "doc":
             title, target = split_role_target(content)
             return f"[{title}]({site.page('chapters/' + target)})"
@@ -465,6 +523,15 @@ class Converter:
             f"got role={name!r} in {chapter.docname}"
         )
 
+    def section_href(self, docname: str, anchor: str, chapter: Chapter) -> str:
+        """链到一节：在笔记本版里的那一节是它的标题（同一章 ``#锚点``，别的章 ``ch04_….ipynb#锚点``，
+        锚点是标题里的 ``<a id>``）；不是笔记本版里的一节（图、练习、Markdown 附录）时链到网站。"""
+        notebook = Path(docname).name + ".ipynb"
+        if notebook in edition_notebooks():
+            if any(anchor in anchors for _, anchors in self.site.sections(docname)):
+                return f"{'' if docname == chapter.docname else notebook}#{anchor}"
+        return self.site.page(docname, anchor)
+
     # ---- 笔记本
 
     def notebook(self, path: Path):
@@ -472,7 +539,8 @@ class Converter:
         docname = f"chapters/{path.stem}"
         chapter = Chapter(self.site, docname, self.site.sections(docname))
         figures = iter(self.site.figure_numbers(docname))
-        cells, solutions, in_solution = [], [], False
+        cells: list = []
+        solution: list | None = None  # 正在读的解答：它的单元格（到 solution-end 为止）
         for cell in nb.cells:
             if cell.cell_type == "markdown":
                 before = len(chapter.solutions)
@@ -481,17 +549,19 @@ class Converter:
                     # 嵌入网页部件的单元格（第 8 章的浏览器内翻译器和它上面写给网页读者的说明）：
                     # 整格只属于网站，换成一行说明与链接
                     text = self.directive("raw", "", "", chapter).strip("\n")
-                starts = len(chapter.solutions) > before
+                if len(chapter.solutions) > before:
+                    solution = []
                 ends = "solution-end" in "".join(
                     t.info for t in self.md.parse(cell.source) if t.type == "fence"
                 )
-                if starts:
-                    in_solution = True
                 if text:
                     new = nbformat.v4.new_markdown_cell(text, id=cell.get("id"))
-                    (solutions if in_solution else cells).append(new)
+                    (solution if solution is not None else cells).append(new)
                 if ends:
-                    in_solution = False
+                    if solution is None:
+                        raise ValueError(f"{docname}: solution-end 前面没有 solution-start")
+                    cells.append(self.solution_cell(solution, chapter))
+                    solution = None
                 continue
             cell = copy.deepcopy(cell)
             tags = cell.metadata.get("tags", [])
@@ -504,27 +574,69 @@ class Converter:
                     source="> 运行上面的单元格，它的控件或进度条显示在这里（需要运行中的 Python 内核）；"
                     f"网页上这一格只列出代码，见{chapter.section_link()}。",
                 )
-            figure = cell.metadata.get("mystnb", {}).get("figure", {})
+            widgets = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+            for output in cell.get("outputs", []):
+                if WIDGET_VIEW in output.get("data", {}) and widgets:
+                    output.data["text/plain"] = widget_text(output.data[WIDGET_VIEW], widgets)
+            mystnb = cell.metadata.get("mystnb", {})
             caption = None
-            if figure.get("caption"):
-                number = next(figures)
-                text = self.inline(None, figure["caption"], chapter)
-                caption = nbformat.v4.new_markdown_cell(
-                    f"**图 {dotted(number)}**　{text}", id=f"{cell.id}-caption"
-                )
-            target = solutions if in_solution else cells
-            if in_solution:
-                cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
-            target += [c for c in (cell, site_only, caption) if c is not None]
-        if in_solution:
+            if mystnb.get("figure", {}).get("caption"):
+                number = dotted(next(figures))
+                text = f"**图 {number}**　{self.inline(None, mystnb['figure']['caption'], chapter)}"
+                if alt := mystnb.get("image", {}).get("alt"):
+                    # 网站上图的替代文字：笔记本的图输出没有放它的地方，折在图的说明下面
+                    text += (
+                        f"\n\n<details>\n<summary>图 {number} 的文字描述</summary>\n\n"
+                        f"{self.inline(None, alt, chapter)}\n\n</details>"
+                    )
+                caption = nbformat.v4.new_markdown_cell(text, id=f"{cell.id}-caption")
+            new = [c for c in (cell, site_only, caption) if c is not None]
+            (solution if solution is not None else cells).extend(new)
+        if solution is not None:
             raise ValueError(f"{docname}: solution-start 没有对应的 solution-end")
         if chapter.headings_seen != len(chapter.sections):
             raise ValueError(
                 f"{docname}: 笔记本里有 {chapter.headings_seen} 个标题，网站上有 "
                 f"{len(chapter.sections)} 节：网站的构建过期了？（先运行 python3 tasks.py book）"
             )
-        nb.cells = cells + solutions
+        nb.cells = cells
         return nb
+
+    def solution_cell(self, solution: list, chapter: Chapter):
+        """``solution-start`` 与 ``solution-end`` 之间的单元格合成一个折叠的 Markdown 单元格：文字照写，
+        代码写成代码块，存着的输出跟在后面（文字写成代码块，PNG 图作为这个单元格的附件）。
+
+        代码单元格不留：JupyterLab、Notebook 7 把折叠的代码单元格的第一行照样显示出来，GitHub 不认
+        折叠的元数据、整格显示；``<details>`` 在这些地方和 Colab 都折叠。想运行它，复制到新的单元格里。
+        """
+        parts, attachments = [], {}
+        for cell in solution:
+            if cell.cell_type == "markdown":
+                parts.append(cell.source)
+                continue
+            parts.append(fenced(cell.source, "python"))
+            for output in cell.get("outputs", []):
+                if output.output_type == "stream":
+                    parts.append(fenced(output.text, "text"))
+                elif output.output_type in ("execute_result", "display_data"):
+                    data = output.data
+                    if "image/png" in data:
+                        name = f"{cell.id}-{len(attachments)}.png"
+                        attachments[name] = {"image/png": data["image/png"]}
+                        parts.append(f"![图](attachment:{name})")
+                    elif "text/markdown" in data:
+                        parts.append(data["text/markdown"])
+                    elif "text/plain" in data:
+                        parts.append(fenced(data["text/plain"], "text"))
+        label = chapter.solutions[-1]
+        new = nbformat.v4.new_markdown_cell(
+            self.folded_solution(label, "\n\n".join(p.strip("\n") for p in parts), chapter)
+            .strip("\n"),
+            id=f"{solution[0].id}-solution" if solution else None,
+        )
+        if attachments:
+            new.attachments = attachments
+        return new
 
 
 def build(site: Site | None = None) -> dict[str, str]:

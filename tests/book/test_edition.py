@@ -5,7 +5,9 @@
   遵循的语法）渲染之后，代码以外的文字里没有 MyST 语法；同一检查在 chapters/ 里找得到它们（对照）；
 - 每个链到网站的引用（“5.3 节”“第 4 章”“练习 5.1”“(4.2)”“定理 4.1”、术语、文献）指向网站上存在的
   锚点，号与网站上那里显示的号相同；每个带号的标题与网站上的同一节同号；
-- 代码单元格与输出原样来自 chapters/（只属于网站的输出清空），Colab 安装单元格第一，解答在练习之后；
+- 代码单元格与输出原样来自 chapters/（只属于网站的输出清空），Colab 安装单元格第一；解答的代码与输出
+  只在折叠的 ``<details>`` 里，没有代码单元格能让它在折叠之前露出第一行；
+- 引用一节的链接留在笔记本里：``#锚点``、``ch04_….ipynb#锚点`` 指向那个笔记本里带同名锚点的标题；
 - 网站每章的启动按钮（Colab、Binder、GitHub）打开 edition/ 里的同名笔记本，Binder 打开 JupyterLab；
 - binder/requirements.txt 由 requirements.txt 生成；各章代码 import 的每个第三方模块都由 Binder 装的包提供。
 
@@ -205,8 +207,9 @@ def test_references_point_at_the_same_number_on_the_site(name, built_site, site)
     )
     base = edition.site_url()
     for text, url in NUMBERED_LINK.findall(markdown):
-        if not url.startswith("https://"):  # 章节之间的相对链接 [第 3 章](ch03_….ipynb)
-            url = f"{base}chapters/{Path(url.split('#')[0]).stem}.html"
+        if not url.startswith("https://"):  # 笔记本之间、笔记本之内的链接 [第 3 章](ch03_….ipynb)、[5.3 节](#…)
+            notebook, _, anchor = url.partition("#")
+            url = f"{base}chapters/{Path(notebook or name).stem}.html" + (f"#{anchor}" if anchor else "")
         number = re.search(r"\d+(?:\.\d+)?", text).group()
         shown = text_at(url)[:200]
         assert (f"第 {number} 章" if "章" in text else number) in shown, (text, url, shown)
@@ -223,9 +226,30 @@ def test_references_point_at_the_same_number_on_the_site(name, built_site, site)
     assert [o[0] for o in ours] == [s[0] for s in on_site], name
 
 
+def solution_code(name: str) -> list[dict]:
+    """chapters/ 里 solution-start 与 solution-end 之间的代码单元格。"""
+    found, inside = [], False
+    for cell in cells("chapters", name):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            inside = (inside or "```{solution-start}" in source) and "```{solution-end}" not in source
+        elif inside:
+            found.append(cell)
+    return found
+
+
+def folded_blocks(name: str) -> list[str]:
+    """edition/ 里 Markdown 单元格中 ``<details>`` 与 ``</details>`` 之间的文字。"""
+    markdown = "\n".join(
+        "".join(c["source"]) for c in cells("edition", name) if c["cell_type"] == "markdown"
+    )
+    return re.findall(r"(?s)<details>(.*?)</details>", markdown)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_code_and_outputs_come_from_the_chapter(name):
-    source = [c for c in cells("chapters", name) if c["cell_type"] == "code"]
+    answers = solution_code(name)
+    source = [c for c in cells("chapters", name) if c["cell_type"] == "code" and c not in answers]
     ours = [c for c in cells("edition", name) if c["cell_type"] == "code"]
     assert cells("edition", name)[0] == source[0]  # Colab 安装单元格第一，原样
     assert sorted(c["source"] for c in ours) == sorted(c["source"] for c in source)
@@ -234,8 +258,22 @@ def test_code_and_outputs_come_from_the_chapter(name):
         original = by_source[json.dumps(cell["source"])]
         if "remove-output" in cell["metadata"].get("tags", []):
             assert cell["outputs"] == []  # 网站上不显示、存着的是过时的控件文字：清空，运行时再出现
-        else:
-            assert cell["outputs"] == original["outputs"]
+            continue
+        for ours_output, output in zip(cell["outputs"], original["outputs"], strict=True):
+            if edition.WIDGET_VIEW in output.get("data", {}):
+                # 控件的 text/plain（没有内核时显示的那个）换成了控件状态的文字，其余原样
+                plain = "".join(ours_output["data"].pop("text/plain"))
+                output = {**output, "data": {**output["data"]}}
+                output["data"].pop("text/plain")
+                assert "interactive(" not in plain and "运行这个单元格" in plain, plain
+            assert ours_output == output
+    # 解答的代码和它打印的文字只在折叠的块里
+    folded = "\n".join(folded_blocks(name))
+    for cell in answers:
+        assert "".join(cell["source"]).strip() in folded
+        for output in cell["outputs"]:
+            if output["output_type"] == "stream":
+                assert "".join(output["text"]).strip() in folded
 
 
 # 只属于网站的输出与文字（remove-output 单元格存着的控件文字与进度条在上一个测试里清空）
@@ -258,27 +296,50 @@ def test_site_only_outputs_and_solutions(name):
         if c["cell_type"] == "markdown"
         and re.search(r"\*\*练习 \d+\.\d+\*\*", "".join(c["source"]))
     ]
+    summaries = re.findall(r"<summary>(.*?)</summary>", "\n".join(folded_blocks(name)))
     for i, cell in enumerate(edition_cells):
-        hidden = cell["metadata"].get("jupyter", {}).get("source_hidden")
-        if cell["cell_type"] == "code" and hidden:
-            assert exercises and i > max(exercises), (name, i)  # 解答在全部练习之后，并且折叠
-            assert cell["metadata"]["jupyter"]["outputs_hidden"]
+        # 没有折叠的代码单元格：JupyterLab 照样显示它的第一行，GitHub 整格显示
+        assert cell["cell_type"] != "code" or "jupyter" not in cell["metadata"], (name, i)
+        source = "".join(cell["source"])
+        if "的解答（点击展开）</summary>" in source:
+            assert exercises and i > min(exercises), (name, i)  # 解答在练习之后
+    # 摘要里只有练习的号：答案要点开才看得到
+    answers = [s for s in summaries if "解答" in s]
+    assert all(re.fullmatch(r"练习 \d+\.\d+ 的解答（点击展开）", s) for s in answers), answers
 
 
-def test_every_solution_is_folded_or_after_the_exercises():
-    folded = moved = 0
+def test_every_solution_is_folded():
+    folded = 0
     for name in NAMES:
         for cell in cells("edition", name):
             folded += "".join(cell["source"]).count("的解答（点击展开）</summary>")
-            moved += cell["metadata"].get("jupyter", {}).get("source_hidden", False)
     source = "\n".join(
         "".join(c["source"])
         for name in NAMES
         for c in cells("chapters", name)
         if c["cell_type"] == "markdown"
     )
-    assert folded == source.count("```{solution}")
-    assert moved >= source.count("```{solution-start}")
+    assert folded == source.count("```{solution}") + source.count("```{solution-start}")
+    assert folded > 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_section_references_stay_in_the_notebook(name, built_site):
+    """引用一节的链接指向笔记本版里的标题：那个笔记本里有带这个锚点（``<a id>``）的标题。"""
+    markdown = "\n".join(
+        "".join(c["source"]) for c in cells("edition", name) if c["cell_type"] == "markdown"
+    )
+    for text, url in re.findall(r"\[([^\]]+)\]\(((?:\w+\.ipynb)?#[^)\s]+)\)", markdown):
+        notebook, _, anchor = url.partition("#")
+        target = "\n".join(
+            "".join(c["source"])
+            for c in cells("edition", notebook or name)
+            if c["cell_type"] == "markdown"
+        )
+        assert re.search(rf'(?m)^#+ .*<a id="{re.escape(anchor)}"></a>', target), (text, url)
+    # 链到网站某一节的“N.M 节”只剩只属于网站的东西（“网站上的 N.M 节”）
+    site_sections = re.findall(r"\[(\d+\.\d+ 节)\]\(https://", markdown)
+    assert site_sections == [], site_sections
 
 
 # ---- 启动按钮

@@ -22,7 +22,7 @@ def setup_chinese_font() -> str:
     """注册包内的中文字体，并设为 DejaVu Sans 之后的回退字体；返回字体名。
 
     它改的是 matplotlib 的全局设置（``font.family``、``axes.unicode_minus``、``svg.hashsalt``），在 Jupyter
-    内核里还让图以 SVG 显示，所以由各章在导入单元格里显式调用一次，导入本模块时不调用。matplotlib 只会在 ``font.family`` 列出的字体之间逐字回退（在 ``font.sans-serif``
+    内核里还让每张图同时存成 SVG 和两倍分辨率的 PNG（见 :func:`_inline_figures`），所以由各章在导入单元格里显式调用一次，导入本模块时不调用。matplotlib 只会在 ``font.family`` 列出的字体之间逐字回退（在 ``font.sans-serif``
     里列字体不起作用），所以这里设置的是 ``font.family``。可以重复调用。
 
     例子::
@@ -35,22 +35,28 @@ def setup_chinese_font() -> str:
     matplotlib.rcParams["font.family"] = ["DejaVu Sans", FONT_NAME]
     matplotlib.rcParams["axes.unicode_minus"] = False  # 负号用 ASCII，两种字体都有
     matplotlib.rcParams["svg.hashsalt"] = "tinyformer"  # SVG 输出可复现
-    _inline_figures_as_svg()
+    _inline_figures()
     return FONT_NAME
 
 
-def _inline_figures_as_svg() -> None:
-    """在 Jupyter 里把图存成 SVG：线条和文字是矢量（中文字形转成路径，不依赖读者的字体），任意缩放都清楚，
-    网页、GitHub、Colab 都能直接显示；热力图的像素按数据原样嵌入（每个格子一个像素，不插值），比高分辨率
-    PNG 小得多。``metadata={"Date": None}`` 去掉时间戳，加上 ``svg.hashsalt``，重新执行时输出逐字节相同。
-    不在 IPython 内核里（脚本、测试）时什么也不做。"""
+def _inline_figures() -> None:
+    """在 Jupyter 里把每张图存两份：SVG 和两倍像素的 PNG（IPython 的 ``retina`` 格式）。
+
+    - SVG 给网站：线条和文字是矢量（中文字形转成路径，不依赖读者的字体），任意缩放都清楚；热力图的像素按
+      数据原样嵌入（每个格子一个像素，不插值）。网站（myst-nb）在两者之间优先选 SVG，页面不变重。
+    - PNG 给笔记本：JupyterLab 与 Notebook 7 不显示未被信任的笔记本里的 SVG（读者从 Binder 或克隆的仓库
+      打开的笔记本都未被信任），PNG 总是显示。像素是图的两倍，输出的元数据写明显示宽高（原来的尺寸），
+      所以在高分屏上也清楚。
+
+    ``metadata={"Date": None}`` 去掉 SVG 的时间戳，加上 ``svg.hashsalt``，重新执行时输出逐字节相同（PNG 本来
+    就不带时间）。不在 IPython 内核里（脚本、测试）时什么也不做。"""
     try:
         from IPython import get_ipython
         from matplotlib_inline.backend_inline import set_matplotlib_formats
     except ImportError:  # 没装 IPython 的环境
         return
     if get_ipython() is not None:
-        set_matplotlib_formats("svg", metadata={"Date": None})
+        set_matplotlib_formats("svg", "retina", metadata={"Date": None})
 
 
 def plot_heatmap(
