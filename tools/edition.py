@@ -629,9 +629,9 @@ class Converter:
                     elif "text/plain" in data:
                         parts.append(fenced(data["text/plain"], "text"))
         label = chapter.solutions[-1]
+        folded = self.folded_solution(label, "\n\n".join(p.strip("\n") for p in parts), chapter)
         new = nbformat.v4.new_markdown_cell(
-            self.folded_solution(label, "\n\n".join(p.strip("\n") for p in parts), chapter)
-            .strip("\n"),
+            folded.strip("\n"),
             id=f"{solution[0].id}-solution" if solution else None,
         )
         if attachments:

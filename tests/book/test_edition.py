@@ -207,9 +207,12 @@ def test_references_point_at_the_same_number_on_the_site(name, built_site, site)
     )
     base = edition.site_url()
     for text, url in NUMBERED_LINK.findall(markdown):
-        if not url.startswith("https://"):  # 笔记本之间、笔记本之内的链接 [第 3 章](ch03_….ipynb)、[5.3 节](#…)
+        # 笔记本之间、笔记本之内的链接 [第 3 章](ch03_….ipynb)、[5.3 节](#…)
+        if not url.startswith("https://"):
             notebook, _, anchor = url.partition("#")
-            url = f"{base}chapters/{Path(notebook or name).stem}.html" + (f"#{anchor}" if anchor else "")
+            url = f"{base}chapters/{Path(notebook or name).stem}.html" + (
+                f"#{anchor}" if anchor else ""
+            )
         number = re.search(r"\d+(?:\.\d+)?", text).group()
         shown = text_at(url)[:200]
         assert (f"第 {number} 章" if "章" in text else number) in shown, (text, url, shown)
@@ -232,7 +235,8 @@ def solution_code(name: str) -> list[dict]:
     for cell in cells("chapters", name):
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
-            inside = (inside or "```{solution-start}" in source) and "```{solution-end}" not in source
+            started = inside or "```{solution-start}" in source
+            inside = started and "```{solution-end}" not in source
         elif inside:
             found.append(cell)
     return found
