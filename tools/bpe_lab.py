@@ -10,10 +10,17 @@
 2. 逐字、jieba 分词、:data:`GPT_TOKENIZERS` 里的 BPE 各训练一个同样大小的小 GPT（块的参数、步数、
    每步的诗数、数据顺序都相同：:data:`GPT`），量测试集上的每字比特数。
 3. 写 JSON：结果，加上来历（命令、提交、torch 版本、日期、CPU、用时）。
+
+    .venv/bin/python -m tools.bpe_lab --reference-merges
+
+只重做一小部分（约半分钟）：``tokenizers`` 在整个训练集上学 :data:`SHIPPED` 大小的合并表，写进 JSON 的
+``reference_merges``（带自己的来历）。该章用它搭出 ``tokenizers`` 的分词器、与我们的编码器比较，
+不必在笔记本里跑占约 400 MB 内存的训练器。其余结果原样保留。
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import subprocess
@@ -24,7 +31,7 @@ from pathlib import Path
 import torch
 
 from tinyformer.atomic import atomic_write
-from tinyformer.book.reference_bpe import train_reference
+from tinyformer.book.reference_bpe import reference_tokenizer, train_reference
 from tinyformer.bpe import ByteBPE
 from tinyformer.poetry.corpus import load_split
 from tinyformer.poetry.tokenization import bits_per_char, make_tokenizer, train_gpt
@@ -33,6 +40,7 @@ from tools.execute_notebooks import cpu_model
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "tinyformer" / "poetry" / "data" / "bpe_lab.json"
 COMMAND = "python -m tools.bpe_lab"
+REFERENCE_COMMAND = f"{COMMAND} --reference-merges"
 VOCAB_SIZES = (256, 512, 1024, 2048, 4096)
 SHIPPED = 1024  # 这个大小的合并表也写进 JSON（该章的探索器用它）
 GPT_TOKENIZERS = ("char", "jieba", "bpe512", "bpe2048")
@@ -64,6 +72,35 @@ def merge_agreement(ours: ByteBPE, theirs: ByteBPE) -> dict:
     }
 
 
+def write(record: dict) -> None:
+    text = json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    with atomic_write(OUT) as file:
+        file.write(text.encode("utf-8"))
+
+
+def reference_merges() -> None:
+    """``tokenizers`` 在整个训练集上学 :data:`SHIPPED` 大小的合并表，连同来历写进已有的 JSON。"""
+    started, code = time.perf_counter(), commit()
+    train, test = load_split("train"), load_split("test")
+    tokenizer, merges = train_reference(train, SHIPPED)
+    # 只存合并表就够：由它搭出的分词器与训练出的那个在测试集上给出相同的编号
+    rebuilt = reference_tokenizer(merges)
+    ids = [[e.ids for e in t.encode_batch(test)] for t in (tokenizer, rebuilt)]
+    assert ids[0] == ids[1], "the tokenizer rebuilt from the merges disagrees with the trained one"
+    record = json.loads(OUT.read_text(encoding="utf-8"))
+    record["reference_merges"] = {str(SHIPPED): [list(m) for m in merges]}
+    record["reference_provenance"] = {
+        "command": REFERENCE_COMMAND,
+        "commit": code,
+        "tokenizers": version("tokenizers"),
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+        "cpu": cpu_model(),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
+    write(record)
+    print(f"wrote reference_merges[{SHIPPED}] ({len(merges)} merges) to {OUT.relative_to(ROOT)}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     started, code = time.perf_counter(), commit()  # 开始时的提交：结果出自这份代码
@@ -86,7 +123,7 @@ def main() -> None:
         print(json.dumps(row), flush=True)
         bpe_rows.append(row)
         if size == SHIPPED:
-            shipped_merges = ours.merges
+            shipped_merges, shipped_reference = ours.merges, merges
 
     gpt_rows = {}
     for name in GPT_TOKENIZERS:
@@ -127,13 +164,21 @@ def main() -> None:
         "gpt_settings": {**GPT, "poems": POEMS, "lr": 3e-3},
         "bpe": bpe_rows,
         "merges": {str(SHIPPED): shipped_merges},
+        "reference_merges": {str(SHIPPED): [list(m) for m in shipped_reference]},
         "gpt": gpt_rows,
     }
-    text = json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
-    with atomic_write(OUT) as file:
-        file.write(text.encode("utf-8"))
+    write(record)
     print(f"wrote {OUT.relative_to(ROOT)} in {record['wall_seconds']} s")
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--reference-merges",
+        action="store_true",
+        help=f"only add tokenizers' merges for V = {SHIPPED} (whole training split) to the JSON",
+    )
+    if parser.parse_args().reference_merges:
+        reference_merges()
+    else:
+        main()

@@ -30,6 +30,7 @@
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
@@ -164,12 +165,14 @@ class ByteBPE:
         if not isinstance(vocab_size, int) or vocab_size < 256:
             raise ValueError(f"vocab_size must be an int >= 256 (the bytes), got {vocab_size!r}")
         counted = Counter(texts)
-        words = [list(text.encode("utf-8")) for text in counted]  # 每段文本：词元编号的列表
+        # 每段文本：词元编号的数组。array("i") 每个编号 4 个字节，列表要 8 个（存的是指针）：
+        # 整个训练集约 440 万个编号，这里和下面的 where 都用数组，训练时少占约 40 MB 内存
+        words = [array("i", list(text.encode("utf-8"))) for text in counted]
         freq = list(counted.values())  # 这段文本出现几次
 
         counts: Counter[Pair] = Counter()  # 对 → 全语料里出现的次数
-        # 对 → 可能含有它的文本的序号（只增不减，可以重复：列表比集合省一半以上的内存）
-        where: defaultdict[Pair, list[int]] = defaultdict(list)
+        # 对 → 可能含有它的文本的序号（只增不减，可以重复：数组比集合省得多）
+        where: defaultdict[Pair, array] = defaultdict(lambda: array("i"))
         for w, word in enumerate(words):
             for pair in pairwise(word):
                 counts[pair] += freq[w]
@@ -247,12 +250,12 @@ _NEVER = float("inf")  # 不在合并表里的对的排名
 
 
 def _merge_in_place(
-    word: list[int],
+    word: array,
     pair: Pair,
     new_id: int,
     freq: int,
     counts: Counter[Pair],
-    where: defaultdict[Pair, list[int]],
+    where: defaultdict[Pair, array],
     w: int,
 ) -> set[Pair]:
     """在第 ``w`` 段文本 ``word`` 里就地合并 ``pair``（从左到右），增量更新 ``counts``、``where``。
@@ -285,5 +288,5 @@ def _merge_in_place(
             counts[new_id, y] += freq
             where[new_id, y].append(w)
             changed |= {(b, y), (new_id, y)}
-        word[i : i + 2] = [new_id]
+        word[i : i + 2] = array("i", [new_id])
         i += 1

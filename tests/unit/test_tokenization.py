@@ -67,3 +67,21 @@ def test_shipped_lab_results_have_provenance_and_the_shipped_merges():
     for row in rows.values():
         assert row["agreement"]["set_overlap"] == row["agreement"]["merges"]
     assert lab["gpt"]["bpe512"]["unknown_rate"] == 0 < lab["gpt"]["char"]["unknown_rate"]
+
+
+def test_shipped_tokenizers_merges_give_the_same_ids_as_ours_on_the_whole_test_split():
+    """该章读随包的 tokenizers 合并表（不现场训练）：由它搭出的 tokenizers 分词器与我们的编码器逐个编号相同。"""
+    pytest.importorskip("tokenizers")
+    from tinyformer.book.reference_bpe import byte_ids, reference_tokenizer
+
+    lab = lab_results()
+    assert lab["reference_provenance"]["command"] == "python -m tools.bpe_lab --reference-merges"
+    merges = lab["reference_merges"]["1024"]
+    theirs, reference = ByteBPE.from_gpt2_merges(merges), reference_tokenizer(merges)
+    to_hf = {b: i for i, b in enumerate(byte_ids())}
+    test = load_split("test")
+    for text, encoding in zip(test, reference.encode_batch(test), strict=True):
+        assert [to_hf.get(i, i) for i in theirs.encode(text)] == encoding.ids
+    # 两个训练器在整个训练集上学到的 V = 1024 合并表，换成字节串逐条相同
+    as_bytes = lambda bpe: [(bpe.vocab[a], bpe.vocab[b]) for a, b in bpe.merges]  # noqa: E731
+    assert as_bytes(theirs) == as_bytes(shipped_bpe())

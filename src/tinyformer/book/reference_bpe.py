@@ -20,19 +20,29 @@ from collections.abc import Sequence
 
 from ..bpe import gpt2_byte_to_unicode
 
-__all__ = ["byte_ids", "train_reference"]
+__all__ = ["byte_ids", "reference_tokenizer", "train_reference"]
+
+
+def _byte_level(model):
+    """把 ``tokenizers`` 的 BPE 模型包成上面说的字节级分词器：整段文本一个字节序列。"""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers
+
+    tokenizer = Tokenizer(model)
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
 
 
 def train_reference(texts: Sequence[str], vocab_size: int):
     """用 ``tokenizers`` 训练一个字节级 BPE，返回 (``tokenizers.Tokenizer``, 它的合并表)。
 
     合并表是 GPT-2 写法（每条两个词元的文本），可直接交给 :meth:`ByteBPE.from_gpt2_merges`。
+    在整个训练集上，``tokenizers`` 的训练器要占约 400 MB 内存：该章读长实验存下的合并表
+    （:func:`reference_tokenizer`），不现场学。
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import models, pre_tokenizers, trainers
 
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer = _byte_level(models.BPE())
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
@@ -41,6 +51,18 @@ def train_reference(texts: Sequence[str], vocab_size: int):
     tokenizer.train_from_iterator(texts, trainer)
     merges = [tuple(m) for m in json.loads(tokenizer.to_str())["model"]["merges"]]
     return tokenizer, merges
+
+
+def reference_tokenizer(merges: Sequence[tuple[str, str]]):
+    """不训练：用 :func:`train_reference` 学到的合并表（GPT-2 写法）直接搭出同一个 ``tokenizers.Tokenizer``。
+
+    词表与训练器给的相同：先是 256 个字节（按 GPT-2 的字符排序），第 k 次合并出的词元是 256 + k。
+    """
+    from tokenizers import models
+
+    tokens = [gpt2_byte_to_unicode()[b] for b in byte_ids()] + [a + b for a, b in merges]
+    vocab = {token: i for i, token in enumerate(tokens)}
+    return _byte_level(models.BPE(vocab=vocab, merges=[tuple(m) for m in merges]))
 
 
 def byte_ids() -> list[int]:
