@@ -7,7 +7,9 @@
 2. 从主题自带的 Font Awesome（6.5.2，图标 CC BY 4.0，许可证随网站留在 ``_static/vendor/fontawesome/``）的 SVG
    数据里取出这些图标的路径，写成 ``_static/icons.css``：每个图标是一段内嵌的 SVG，作为 CSS 遮罩
    （``mask``）用文字颜色画出，深色模式下照样跟着变色；
-3. 删掉 Font Awesome 的样式表和字体。
+3. 提示框（备注、警告、练习……）标题前的图标，主题用 Font Awesome 的字体画在 ``::after`` 里；字体删掉后它们会变成
+   缺字方框，所以也按类型换成同样的 SVG 遮罩（``ADMONITION_ICONS``）；
+4. 删掉 Font Awesome 的样式表和字体。
 
 ``_templates/static/webpack-macros.html`` 让每页只加载 ``icons.css``（几 KB，不预加载字体）。
 """
@@ -39,6 +41,23 @@ PACK = re.compile(r'var p=\{(.*?)\};.{0,400}?d\("(fab|far|fas)",p\)', re.S)
 ICON = re.compile(r'(?:"([^"]+)"|([\w$]+)):\[(\d+),(\d+),\[[^\]]*\],"[^"]*","([^"]+)"\]')
 SAFE = " '/:=,.-"  # 引号里的 data: 网址只需转义 < > # %
 PACK_STYLE = {"fab": "brands", "far": "regular", "fas": "solid"}
+# 提示框的类型 → Font Awesome 的实心图标，与主题（pydata-sphinx-theme 的 --pst-icon-admonition-*）和 sphinx-exercise 相同；
+# 空字符串是其余类型（主题的默认图标）
+ADMONITION_ICONS = {
+    "": "bell",
+    "note": "circle-info",
+    "important": "circle-exclamation",
+    "attention": "circle-exclamation",
+    "warning": "triangle-exclamation",
+    "caution": "triangle-exclamation",
+    "danger": "triangle-exclamation",
+    "error": "circle-xmark",
+    "tip": "lightbulb",
+    "hint": "lightbulb",
+    "seealso": "share",
+    "todo": "pencil",
+    "exercise": "pencil",
+}
 
 
 def fontawesome_svgs(script: Path) -> dict[tuple[str, str], tuple[int, int, str]]:
@@ -63,6 +82,27 @@ def used_icons(pages: list[Path]) -> set[tuple[str, str]]:
     return used
 
 
+def mask_url(width: int, height: int, path: str) -> str:
+    svg = f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {width} {height}'><path d='{path}'/></svg>"
+    return f'url("data:image/svg+xml,{quote(svg, safe=SAFE)}")'
+
+
+def admonition_css(svgs: dict) -> list[str]:
+    """提示框标题的图标：主题的 ``::after`` 不再用字体里的字，而是用 ``--admonition-icon`` 这张遮罩画。"""
+    title = "div.admonition>.admonition-title::after,.admonition>.admonition-title::after"
+    rules = [
+        f'{title}{{content:""!important;font:inherit;top:50%;transform:translateY(-50%);'
+        "background-color:currentColor;-webkit-mask:var(--admonition-icon) center/contain no-repeat;"
+        "mask:var(--admonition-icon) center/contain no-repeat}",
+        # 解答框本来就不带图标（sphinx-exercise 的 content:none）
+        "div.solution.admonition>.admonition-title::after{content:none!important}",
+    ]
+    for kind, name in ADMONITION_ICONS.items():
+        selector = f".admonition.{kind}" if kind else ".admonition"
+        rules.append(f"{selector}{{--admonition-icon:{mask_url(*svgs[('solid', name)])}}}")
+    return rules
+
+
 def icons_css(used: set[tuple[str, str]], svgs: dict) -> str:
     bases = ",".join(f".{c}" for classes in STYLE_CLASSES.values() for c in classes)
     rules = [
@@ -75,11 +115,9 @@ def icons_css(used: set[tuple[str, str]], svgs: dict) -> str:
     for style, name in sorted(used):
         if (style, name) not in svgs:
             continue  # 不是图标的 fa- 类（例如字体文件名里的 fa-solid-900）
-        width, height, path = svgs[(style, name)]
-        svg = f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {width} {height}'><path d='{path}'/></svg>"
         selector = ",".join(f".{c}.fa-{name}" for c in STYLE_CLASSES[style])
-        rules.append(f'{selector}{{--icon:url("data:image/svg+xml,{quote(svg, safe=SAFE)}")}}')
-    return "\n".join(rules) + "\n"
+        rules.append(f"{selector}{{--icon:{mask_url(*svgs[(style, name)])}}}")
+    return "\n".join(rules + admonition_css(svgs)) + "\n"
 
 
 def theme_fontawesome() -> Path:

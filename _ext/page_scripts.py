@@ -8,7 +8,8 @@
    这里补一个 MathJax.Hub.Queue，交给 MathJax 3 的 typesetPromise。
 3. 页面自己的脚本都 ``defer``：下载不挡住首屏的文字，按原来的顺序在文档解析完后执行（在 DOMContentLoaded
    之前，所以等这个事件的代码照常工作）。只有 documentation_options.js（1 KB）照常执行：``<head>`` 末尾的
-   内联脚本立刻用到它定义的 DOCUMENTATION_OPTIONS。
+   内联脚本立刻用到它定义的 DOCUMENTATION_OPTIONS。搜索页除外：它的模板在页尾直接加载 searchtools.js，
+   那个脚本一执行就要用 doctools.js 定义的 ``_ready``，所以搜索页的脚本照常执行。
 4. 公式不在 Tab 键的顺序里（_config.yml 的 MathJax 设置）；只有比栏宽、要横向滚动的行间公式和表格（手机上）
    拿一个停靠点（tabindex=0），键盘用户才能滚动它（axe 的 scrollable-region-focusable）。公式快进入视野时
    才排版（MathJax 的 ui/lazy）；全书 PDF 的单页 HTML 关掉它，打印前全部排好。
@@ -88,7 +89,7 @@ def fix_scripts(app, pagename, templatename, context, doctree):
             seen.add(key)
             unique.append(js)
     scripts[:] = unique  # 就地修改：Sphinx 渲染完这一页后会自己恢复这个列表
-    for js in scripts:
+    for js in scripts if pagename != "search" else ():
         if js.filename and not js.filename.endswith(IMMEDIATE) and "async" not in js.attributes:
             js.attributes.setdefault("defer", "defer")
 

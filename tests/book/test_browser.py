@@ -261,9 +261,10 @@ def test_search_finds_the_chapters_that_teach_a_term(visit, site, term):
     "name, scroll_to",
     [
         ("chapters/ch00_preface", None),
-        ("chapters/ch03_positional_encoding", "mjx-container[display=true] >> visible=true"),
+        # 公式、交互图快进入视野时才排版、加载（MathJax 的 ui/lazy，_ext/vega_charts.py）：先滚过去，再等它画好
+        ("chapters/ch03_positional_encoding", "div.math"),
         ("chapters/ch01_overview", ".widget-interact >> visible=true"),
-        ("chapters/ch05_attention", ".tinyformer-vega >> visible=true"),
+        ("chapters/ch05_attention", "div.tinyformer-vega"),
         ("chapters/ch08_translation", ".live-translator >> visible=true"),
         ("chapters/appendix_glossary", None),
     ],
@@ -276,7 +277,12 @@ def test_screenshot(visit, name, scroll_to):
     if has_widgets(name):
         wait_for_widgets(page)
     if scroll_to:
-        page.locator(scroll_to).first.scroll_into_view_if_needed()
+        target = page.locator(scroll_to).first
+        target.evaluate("(e) => e.scrollIntoView()")  # 还没画的交互图高度为 0，不算“可见”
+        if scroll_to == "div.math":
+            target.locator("mjx-container[display=true]").wait_for()
+        if scroll_to == "div.tinyformer-vega":
+            page.wait_for_function("() => document.querySelector('div.tinyformer-vega')?.vegaView")
     page.evaluate("() => document.fonts.ready")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{Path(name).name}.png"
