@@ -8,7 +8,7 @@
    数据里取出这些图标的路径，写成 ``_static/icons.css``：每个图标是一段内嵌的 SVG，作为 CSS 遮罩
    （``mask``）用文字颜色画出，深色模式下照样跟着变色；
 3. 提示框（备注、警告、练习……）标题前的图标，主题用 Font Awesome 的字体画在 ``::after`` 里；字体删掉后它们会变成
-   缺字方框，所以也按类型换成同样的 SVG 遮罩（``ADMONITION_ICONS``）；
+   缺字方框，所以也按类型换成同样的 SVG 遮罩（``ADMONITION_ICONS``）；GitHub 链接前的小图标也一样；
 4. 删掉 Font Awesome 的样式表和字体。
 
 ``_templates/static/webpack-macros.html`` 让每页只加载 ``icons.css``（几 KB，不预加载字体）。
@@ -100,6 +100,13 @@ def admonition_css(svgs: dict) -> list[str]:
     for kind, name in ADMONITION_ICONS.items():
         selector = f".admonition.{kind}" if kind else ".admonition"
         rules.append(f"{selector}{{--admonition-icon:{mask_url(*svgs[('solid', name)])}}}")
+    # 主题把指向 GitHub 的链接缩写成“图标 + 用户/仓库”，图标同样来自字体（参考文献里 minGPT、nanoGPT 的链接）
+    github = mask_url(*svgs[("brands", "github")])
+    rules.append(
+        'a.github::before{content:""!important;font:inherit;display:inline-block;width:1em;height:1em;'
+        f"vertical-align:-.125em;background-color:currentColor;-webkit-mask:{github} center/contain no-repeat;"
+        f"mask:{github} center/contain no-repeat}}"
+    )
     return rules
 
 
