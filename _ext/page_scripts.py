@@ -22,6 +22,8 @@ tests/book/test_browser.py 检查每页没有控制台错误、没有失败的�
 
 import json
 
+from sphinx.builders.html._assets import _JavaScript
+
 IMMEDIATE = "documentation_options.js"  # 见模块说明第 3 条
 WIDGET_MANAGER = "_static/html-manager/embed.js"  # 由 _config.yml 的 nb_ipywidgets_js 加入
 
@@ -88,10 +90,17 @@ def fix_scripts(app, pagename, templatename, context, doctree):
         if key not in seen:
             seen.add(key)
             unique.append(js)
-    scripts[:] = unique  # 就地修改：Sphinx 渲染完这一页后会自己恢复这个列表
-    for js in scripts if pagename != "search" else ():
-        if js.filename and not js.filename.endswith(IMMEDIATE) and "async" not in js.attributes:
-            js.attributes.setdefault("defer", "defer")
+    # 就地修改列表：Sphinx 渲染完这一页后会自己恢复它。要 defer 的脚本换成新的对象，不改原来的：
+    # 同一个对象是各页共用的，改了它，搜索页也会跟着 defer
+    scripts[:] = [
+        _JavaScript(js.filename, priority=js.priority, **{**js.attributes, "defer": "defer"})
+        if pagename != "search"
+        and js.filename
+        and not js.filename.endswith(IMMEDIATE)
+        and "async" not in js.attributes
+        else js
+        for js in unique
+    ]
 
     app.add_js_file(None, body=SCROLLABLE)
     if any("mathjax/" in (js.filename or "") for js in scripts):
