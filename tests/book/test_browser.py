@@ -817,6 +817,8 @@ def test_chapter_10_explorer_ends_at_the_package_encoding(visit):
 
     bpe = shipped_bpe()
     page = visit("chapters/ch10_bpe_chinese.html").page
+    # 交互图快进入视野时才加载 vega：先滚过去
+    page.locator("div.tinyformer-vega").first.scroll_into_view_if_needed()
     page.wait_for_function("() => document.querySelector('div.tinyformer-vega')?.vegaView")
     element = page.locator("div.tinyformer-vega").first.element_handle()
     for s, sentence in enumerate(SENTENCES):
