@@ -204,6 +204,7 @@ def _rewrite_when_assets_change(app, env, added, changed, removed):
 
 
 def setup(app):
-    app.connect("build-finished", _prune)
+    # 最后称重：别的扩展在构建结束时写的文件都已写好
+    app.connect("build-finished", _prune, priority=900)
     app.connect("env-get-outdated", _rewrite_when_assets_change)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
