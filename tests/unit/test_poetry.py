@@ -296,6 +296,18 @@ def test_cli_usage_errors_are_one_chinese_line(capsys, argv, message):
     assert re.match(message, err), err
 
 
+def test_cli_names_a_torchrun_process_without_its_own_gpu(monkeypatch, capsys):
+    """一块 GPU 上 ``torchrun --nproc_per_node=2 ... --device cuda``：第二个进程没有卡（CUDA 会说 invalid device ordinal）。"""
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    code, out, err = poetry_cli(["train", "--steps", "1", "--out", "x", "--device", "cuda"], capsys)
+    assert code == cli.EXIT_USAGE and out == "" and err.count("\n") == 1
+    assert err.startswith(
+        "错误：--device cuda：torchrun 的第 1 号进程（LOCAL_RANK）没有自己的 GPU，这台机器只有 1 块"
+    )
+
+
 @pytest.mark.parametrize("reason", ["missing", "pickle", "damaged"])
 def test_cli_weights_errors_exit_3_with_the_weights_error(tmp_path, capsys, reason):
     path = tmp_path / "w.safetensors"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -178,6 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _train(args) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda：这台机器上没有可用的 CUDA")
+    local_rank, gpus = int(os.environ.get("LOCAL_RANK", "0")), torch.cuda.device_count()
+    if args.device == "cuda" and local_rank >= gpus:  # torchrun 的每个进程要一块自己的 GPU
+        raise UsageError(
+            f"--device cuda：torchrun 的第 {local_rank} 号进程（LOCAL_RANK）没有自己的 GPU，"
+            f"这台机器只有 {gpus} 块；--nproc_per_node 不能多于 GPU 的块数"
+        )
     if args.threads:
         torch.set_num_threads(args.threads)
     rank, world = setup_distributed(args.device)
