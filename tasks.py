@@ -40,9 +40,13 @@ STAMP = VENV / ".installed"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
-def run(*args: str | os.PathLike) -> None:
-    print("+", " ".join(map(str, args)), flush=True)
-    subprocess.run([str(a) for a in args], cwd=ROOT, check=True)
+def run(*args: str | os.PathLike, label: str = "", env: dict[str, str] | None = None) -> None:
+    """运行一步；给了 ``label`` 时打印它的用时（CI 的日志里能看到每一步花了多久）。"""
+    start = time.perf_counter()
+    print("+", *(f"{k}={v}" for k, v in (env or {}).items()), *map(str, args), flush=True)
+    subprocess.run([str(a) for a in args], cwd=ROOT, check=True, env={**os.environ, **(env or {})})
+    if label:
+        print(f"[用时] {label}：{time.perf_counter() - start:.0f} 秒", flush=True)
 
 
 def reachable(url: str, seconds: float = 5) -> bool:
@@ -88,9 +92,9 @@ def setup() -> None:
 
 def book() -> None:
     # 固定版本的网页脚本（控件管理器、vega、onnxruntime-web），放进 _vendor/
-    timed("网页脚本", PY, "-m", "tools.web_assets")
+    run(PY, "-m", "tools.web_assets", label="网页脚本")
     strict = ("-W", "-n", "--keep-going")  # 警告即错误
-    timed("构建", BIN / "jupyter-book", "build", ".", "--builder", "html", *strict)
+    run(BIN / "jupyter-book", "build", ".", "--builder", "html", *strict, label="构建")
     # 笔记本版 edition/：章节号与锚点取自刚才的构建（tools/edition.py）
     edition()
     # 全书 PDF：网页的下载菜单链接 _build/html/tinyformer.pdf。没有 chromium 时跳过（链接暂时无效）
@@ -103,7 +107,7 @@ def book() -> None:
 
 def edition() -> None:
     """笔记本版 edition/（Colab、Binder、GitHub 打开的那一份）与 binder/requirements.txt。"""
-    timed("笔记本版", PY, "-m", "tools.edition")
+    run(PY, "-m", "tools.edition", label="笔记本版")
     run(PY, "-m", "tools.binder_requirements")
 
 
@@ -121,28 +125,20 @@ FORCED_CPUS = {
 NBVAL = ("--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg")
 
 
-def timed(label: str, *args: str | os.PathLike, env: dict[str, str] | None = None) -> None:
-    """运行一步并打印它的用时（CI 的日志里能看到每一步花了多久）。"""
-    start = time.perf_counter()
-    print("+", " ".join(f"{k}={v}" for k, v in (env or {}).items()), *map(str, args), flush=True)
-    subprocess.run([str(a) for a in args], cwd=ROOT, check=True, env={**os.environ, **(env or {})})
-    print(f"[用时] {label}：{time.perf_counter() - start:.0f} 秒", flush=True)
-
-
 def test(*pytest_args: str) -> None:
     """ruff、单元测试、文档测试、网站与浏览器测试、各章 nbval；再在两种强制的 CPU 配置下各跑一遍 nbval。
 
     给了参数（例如 ``-k attention``）时只运行一次带这些参数的 pytest（含 nbval），方便改代码时挑着测。
     """
     if pytest_args:
-        timed("pytest", PY, "-m", "pytest", *NBVAL, *pytest_args)
+        run(PY, "-m", "pytest", *NBVAL, *pytest_args, label="pytest")
         return
     start = time.perf_counter()
-    timed("ruff", PY, "-m", "ruff", "check", ".")
-    timed("ruff format", PY, "-m", "ruff", "format", "--check", ".")
-    timed("pytest（原生 CPU 配置）", PY, "-m", "pytest", *NBVAL)
+    run(PY, "-m", "ruff", "check", ".", label="ruff")
+    run(PY, "-m", "ruff", "format", "--check", ".", label="ruff format")
+    run(PY, "-m", "pytest", *NBVAL, label="pytest（原生 CPU 配置）")
     for name, env in FORCED_CPUS.items():
-        timed(f"nbval（{name}）", PY, "-m", "pytest", *NBVAL, "chapters", env=env)
+        run(PY, "-m", "pytest", *NBVAL, "chapters", label=f"nbval（{name}）", env=env)
     print(f"[用时] 全部测试：{time.perf_counter() - start:.0f} 秒", flush=True)
 
 
@@ -158,18 +154,10 @@ def dev() -> None:
 
 def doors(*pytest_args: str) -> None:
     """慢测试（标了 slow）：搭一次性环境、联网解析依赖。CI 在 README 的两条命令之后运行它。"""
-    timed("慢测试", PY, "-m", "pytest", "--slow", "-m", "slow", "tests/", *pytest_args)
+    run(PY, "-m", "pytest", "--slow", "-m", "slow", "tests/", *pytest_args, label="慢测试")
 
 
-COMMANDS = {
-    "book": book,
-    "test": test,
-    "execute": execute,
-    "edition": edition,
-    "pdf": pdf,
-    "dev": dev,
-    "doors": doors,
-}
+COMMANDS = {f.__name__: f for f in (book, test, execute, edition, pdf, dev, doors)}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:

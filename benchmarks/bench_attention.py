@@ -11,21 +11,21 @@
   我们返回每个头的 (B, H, T, S)，所以计时的代码里我们也做 ``weights.mean(dim=1)``，
   两边交出的是同一个张量（下面用 allclose 检查）。
 - 各种情形在每一轮里交替运行（interleaved），先预热，再取 N 轮的中位数；比值取 **逐轮比值**
-  （同一轮里两个情形之比）的中位数，这样机器负载的波动对各情形的影响相同，也在比值里抵消。
+  （同一轮里两个情形之比）的中位数（``_bench.py``），这样机器负载的波动对各情形的影响相同，也在比值里抵消。
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 
 import torch
+from _bench import interleave, options, paired
 
 from tinyformer import MultiHeadAttention, causal_mask, copy_from_torch
 
-B, T, C, H = 16, 128, 256, 8  # 默认尺寸；--tiny 时换成 TINY
+SIZE = (16, 128, 256, 8)  # 默认尺寸 B, T, C, H；--tiny 时换成 TINY
 TINY = (2, 8, 16, 4)
 
 
@@ -89,52 +89,33 @@ def run(mask_name: str, repeats: int, warmup: int, size) -> dict[str, float]:
 
     print(f"\nmask={mask_name}")
     _check_outputs(cases, x)
-    for _ in range(warmup):
-        for function in cases.values():
-            _step(function, x)
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(repeats):
-        for name, function in cases.items():  # 交替运行
-            times[name].append(_step(function, x))
+    steps = {name: (lambda f=function: _step(f, x)) for name, function in cases.items()}
+    times = interleave(steps, repeats, warmup)
     medians = {name: statistics.median(t) * 1e3 for name, t in times.items()}
-    a, b, c, d = times.values()  # 同一轮里的四个情形
-
-    def paired(ours, theirs):  # 逐轮比值的中位数：机器在一次运行里的快慢起伏落在同一轮的两边
-        return statistics.median(o / t for o, t in zip(ours, theirs, strict=True))
-
+    a, b, c, d = times  # 四个情形的名字
     print(f"  {'case':<26}{'median ms':>10}")
     for name, ms in medians.items():
         print(f"  {name:<26}{ms:>10.2f}")
-    names = list(medians)
     ratios = {
-        "ours / torch   (weights, averaged)": paired(a, b),
-        "ours fused / ours weights": paired(c, a),
-        "ours fused / torch need_weights=False": paired(c, d),
+        "ours / torch   (weights, averaged)": paired(times, a, b),
+        "ours fused / ours weights": paired(times, c, a),
+        "ours fused / torch need_weights=False": paired(times, c, d),
     }
     for name, ratio in ratios.items():
         print(f"  ratio  {name:<40}{ratio:>6.2f}x")
     return {
-        f"{mask_name}_ours_weights_ms": round(medians[names[0]], 3),
-        f"{mask_name}_torch_weights_ms": round(medians[names[1]], 3),
-        f"{mask_name}_ours_fused_ms": round(medians[names[2]], 3),
-        f"{mask_name}_torch_fused_ms": round(medians[names[3]], 3),
-        f"{mask_name}_ratio_weights": round(paired(a, b), 3),
-        f"{mask_name}_ratio_fused": round(paired(c, d), 3),
+        f"{mask_name}_ours_weights_ms": round(medians[a], 3),
+        f"{mask_name}_torch_weights_ms": round(medians[b], 3),
+        f"{mask_name}_ours_fused_ms": round(medians[c], 3),
+        f"{mask_name}_torch_fused_ms": round(medians[d], 3),
+        f"{mask_name}_ratio_weights": round(paired(times, a, b), 3),
+        f"{mask_name}_ratio_fused": round(paired(times, c, d), 3),
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    parser.add_argument("--tiny", action="store_true", help="测试用：极小的尺寸、2 轮")
-    args = parser.parse_args()
-    size = TINY if args.tiny else (B, T, C, H)
-    if args.tiny:
-        args.repeats, args.warmup = 2, 1
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    args = options(__doc__, repeats=30, warmup=5)
+    size = TINY if args.tiny else SIZE
     print(
         f"torch {torch.__version__}, CPU, threads={torch.get_num_threads()}, "
         "B={} T={} C={} H={}, forward + backward, median of {}".format(*size, args.repeats)

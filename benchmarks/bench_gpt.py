@@ -17,18 +17,18 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 
 import torch
 import torch.nn.functional as F
+from _bench import interleave, options, paired
 from torch import nn
 
 from tinyformer import GPT, GPTConfig, copy_from_torch
 
-V, B, T, C, H, L = 5341, 64, 65, 128, 4, 4  # 默认尺寸；--tiny 时换成 TINY
+SIZE = (5341, 64, 65, 128, 4, 4)  # 默认尺寸 V, B, T, C, H, L；--tiny 时换成 TINY
 TINY = (30, 2, 8, 16, 4, 2)
 NEW_TOKENS = 64
 
@@ -94,18 +94,9 @@ def generate_without_cache(model, ids, new_tokens):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    parser.add_argument("--tiny", action="store_true", help="测试用：极小的尺寸、2 轮")
-    args = parser.parse_args()
-    V_, B_, T_, C_, H_, L_ = TINY if args.tiny else (V, B, T, C, H, L)
+    args = options(__doc__, repeats=20, warmup=3)
+    V_, B_, T_, C_, H_, L_ = TINY if args.tiny else SIZE
     new_tokens = 4 if args.tiny else NEW_TOKENS
-    if args.tiny:
-        args.repeats, args.warmup = 2, 1
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
     print(
         f"torch {torch.__version__}, CPU, threads={torch.get_num_threads()}, "
         f"V={V_} B={B_} T={T_} C={C_} H={H_} layers={L_}, median of {args.repeats}"
@@ -118,17 +109,11 @@ def main() -> None:
     assert same, "the two models differ"
 
     # 1. 训练步：交替运行，逐轮比值的中位数
-    optimizers = {m: torch.optim.AdamW(m.parameters(), lr=1e-4) for m in (ours, theirs)}
-    for _ in range(args.warmup):
-        for model in (ours, theirs):
-            train_step(model, optimizers[model], ids)
-    times = {"ours": [], "torch": []}
-    for _ in range(args.repeats):
-        times["ours"].append(train_step(ours, optimizers[ours], ids))
-        times["torch"].append(train_step(theirs, optimizers[theirs], ids))
-    train_ratio = statistics.median(
-        o / t for o, t in zip(times["ours"], times["torch"], strict=True)
-    )
+    models = {"ours": ours, "torch": theirs}
+    optimizers = {k: torch.optim.AdamW(m.parameters(), lr=1e-4) for k, m in models.items()}
+    steps = {k: (lambda k=k: train_step(models[k], optimizers[k], ids)) for k in models}
+    times = interleave(steps, args.repeats, args.warmup)
+    train_ratio = paired(times, "ours", "torch")
     ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     print(
         f"  train step  ours {ms['ours']:.1f} ms  torch {ms['torch']:.1f} ms  ratio {train_ratio:.3f}x (goal <= 1.05)"

@@ -16,17 +16,15 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 
 import torch
-from bench_attention import B as ATTN_B
-from bench_attention import C as ATTN_C
-from bench_attention import H as ATTN_H
-from bench_attention import T as ATTN_T
-from bench_gpt import TINY, B, C, H, L, T, V, train_step
+from _bench import interleave, options, paired
+from bench_attention import SIZE as ATTN_SIZE
+from bench_attention import TINY as ATTN_TINY
+from bench_gpt import SIZE, TINY, train_step
 
 from tinyformer import GPT, GPTConfig, KVCache, MultiHeadAttention, RotaryEmbedding, causal_mask
 
@@ -53,23 +51,6 @@ def decode(model: GPT, prompt: torch.Tensor, new_tokens: int) -> tuple[float, in
     return (time.perf_counter() - start) / new_tokens, cache.nbytes()
 
 
-def interleave(cases: dict, repeats: int, warmup: int) -> dict[str, list[float]]:
-    """每一轮把各情形各跑一次（交替），返回 情形 -> 每轮的秒数。"""
-    for _ in range(warmup):
-        for function in cases.values():
-            function()
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(repeats):
-        for name, function in cases.items():
-            times[name].append(function())
-    return times
-
-
-def paired(times: dict[str, list[float]], name: str, baseline: str) -> float:
-    """逐轮比值 name / baseline 的中位数。"""
-    return statistics.median(a / b for a, b in zip(times[name], times[baseline], strict=True))
-
-
 def report(title: str, times: dict[str, list[float]], baseline: str, unit: str, extra=None):
     """打印每个情形的中位数与对 baseline 的比值，返回 情形 -> 比值。"""
     print(f"\n{title}")
@@ -85,19 +66,10 @@ def report(title: str, times: dict[str, list[float]], baseline: str, unit: str, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    parser.add_argument("--tiny", action="store_true", help="测试用：极小的尺寸、2 轮")
-    args = parser.parse_args()
-    V_, B_, T_, C_, H_, L_ = TINY if args.tiny else (V, B, T, C, H, L)
+    args = options(__doc__, repeats=20, warmup=3)
+    V_, B_, T_, C_, H_, L_ = TINY if args.tiny else SIZE
     batch, prompt_len, new_tokens = DECODE_TINY if args.tiny else DECODE
-    attn_size = (2, 8, 16, 4) if args.tiny else (ATTN_B, ATTN_T, ATTN_C, ATTN_H)
-    if args.tiny:
-        args.repeats, args.warmup = 2, 1
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    attn_size = ATTN_TINY if args.tiny else ATTN_SIZE
     print(
         f"torch {torch.__version__}, CPU, threads={torch.get_num_threads()}, "
         f"V={V_} C={C_} H={H_} layers={L_}, median of {args.repeats}"
@@ -133,7 +105,7 @@ def main() -> None:
     summary["decode_mha_ms_per_token"] = round(statistics.median(times[mha]) * 1e3, 3)
 
     # 2. 训练步：学到的位置嵌入 vs RoPE / NoPE，另附其余选项
-    options = {
+    variants = {
         "learned (GPT-2)": {},
         "rope half": {"position": "rope"},
         "rope interleaved": {"position": "rope", "rope_layout": "interleaved"},
@@ -143,7 +115,7 @@ def main() -> None:
         "no bias": {"bias": False},
     }
     ids = torch.randint(0, V_, (B_, T_ + 1), generator=torch.Generator().manual_seed(1))
-    models = {name: make_gpt(V_, T_, C_, H_, L_, **o) for name, o in options.items()}
+    models = {name: make_gpt(V_, T_, C_, H_, L_, **o) for name, o in variants.items()}
     optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-4) for name, m in models.items()}
     cases = {name: (lambda n=name: train_step(models[n], optimizers[n], ids)) for name in models}
     params = {

@@ -30,6 +30,17 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
+def package_copy(folder: Path) -> Path:
+    """只含打包所需文件（pyproject.toml、README.md、src/）的本包副本：从它安装时，setuptools 不会把
+    源目录 build/ 里上次构建留下的旧文件（模块搬走之前的）装进新的 wheel。"""
+    folder.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, folder / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(ROOT / "src", folder / "src", ignore=ignore)
+    return folder
+
+
 def playwright_chromium():
     """(``sync_playwright``, Debian 的 chromium 的路径)：playwright 不下载浏览器。缺了就跳过（CI 里失败）。"""
     try:

@@ -1,7 +1,6 @@
 """binder/requirements.txt 由 requirements.txt 生成：版本只写在一处，两者不会走样。
 
     python -m tools.binder_requirements           写 binder/requirements.txt
-    python -m tools.binder_requirements --check   不一致时以非零码退出
 
 Binder（repo2docker）读 ``binder/`` 时不看根目录的 requirements.txt，所以那里要另一份。它取
 requirements.txt 里除了构建网站、跑测试的工具（``BUILD_AND_TEST``）以外的每一行固定版本，原样带上它们上方
@@ -13,8 +12,6 @@ tests/book/test_edition.py 检查文件与生成的一致，并用 ``ast`` 读�
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 from tinyformer.atomic import atomic_write
@@ -26,29 +23,11 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # 只有构建网站、跑测试时用的发行包：Binder 里的读者用不到（JupyterLab、Notebook 由 Binder 的基础环境提供；
 # vl-convert 只给保存的输出画静态图，读者那里有 JavaScript，探索器直接画交互图）
 BUILD_AND_TEST = {
-    "jupyter-book",
-    "sphinx",
-    "myst-nb",
-    "sphinx-mathjax-offline",
-    "sphinx-book-theme",
-    "pydata-sphinx-theme",
-    "sphinx-proof",
-    "sphinx-exercise",
-    "nbclient",
-    "nbformat",
-    "ipykernel",
-    "nbval",
-    "pytest",
-    "ruff",
-    "import-linter",
-    "opencc",
-    "playwright",
-    "pypdf",
-    "nbstripout",
-    "jupyterlab",
-    "notebook",
-    "vl-convert-python",
-}
+    "jupyter-book", "sphinx", "myst-nb", "sphinx-mathjax-offline", "sphinx-book-theme",
+    "pydata-sphinx-theme", "sphinx-proof", "sphinx-exercise", "nbclient", "nbformat", "ipykernel",
+    "nbval", "pytest", "ruff", "import-linter", "opencc", "playwright", "pypdf", "nbstripout",
+    "jupyterlab", "notebook", "vl-convert-python",
+}  # fmt: skip
 
 HEADER = """\
 # 由 python -m tools.binder_requirements 从根目录的 requirements.txt 生成，不要手改（tests/book/test_edition.py 检查）。
@@ -86,20 +65,6 @@ def generate() -> str:
     return "\n".join(out) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true")
-    args = parser.parse_args(argv)
-    text = generate()
-    if args.check:
-        if TARGET.read_text(encoding="utf-8") != text:
-            print(f"{TARGET} 过期了：运行 python -m tools.binder_requirements", file=sys.stderr)
-            return 1
-        return 0
-    with atomic_write(TARGET) as file:
-        file.write(text.encode("utf-8"))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    with atomic_write(TARGET) as file:
+        file.write(generate().encode("utf-8"))

@@ -21,21 +21,18 @@
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import subprocess
 import time
 from importlib.metadata import version
 from pathlib import Path
 
 import torch
 
-from tinyformer.atomic import atomic_write
 from tinyformer.book.reference_bpe import reference_tokenizer, train_reference
 from tinyformer.bpe import ByteBPE
 from tinyformer.poetry.corpus import load_split
 from tinyformer.poetry.tokenization import bits_per_char, make_tokenizer, train_gpt
-from tools.execute_notebooks import cpu_model
+from tools.records import cpu_model, git_commit, machine, today, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "tinyformer" / "poetry" / "data" / "bpe_lab.json"
@@ -47,11 +44,6 @@ GPT_TOKENIZERS = ("char", "jieba", "bpe512", "bpe2048")
 # 每个小 GPT：训练集的前 POEMS 首诗，STEPS 步 × BATCH 首（恰好一轮）
 GPT = {"steps": 150, "batch_size": 32, "d_model": 64, "num_layers": 2, "num_heads": 4, "seed": 0}
 POEMS = GPT["steps"] * GPT["batch_size"]
-
-
-def commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return done.stdout.strip()
 
 
 def merge_agreement(ours: ByteBPE, theirs: ByteBPE) -> dict:
@@ -72,15 +64,9 @@ def merge_agreement(ours: ByteBPE, theirs: ByteBPE) -> dict:
     }
 
 
-def write(record: dict) -> None:
-    text = json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
-    with atomic_write(OUT) as file:
-        file.write(text.encode("utf-8"))
-
-
 def reference_merges() -> None:
     """``tokenizers`` 在整个训练集上学 :data:`SHIPPED` 大小的合并表，连同来历写进已有的 JSON。"""
-    started, code = time.perf_counter(), commit()
+    started, code = time.perf_counter(), git_commit()
     train, test = load_split("train"), load_split("test")
     tokenizer, merges = train_reference(train, SHIPPED)
     # 只存合并表就够：由它搭出的分词器与训练出的那个在测试集上给出相同的编号
@@ -93,17 +79,17 @@ def reference_merges() -> None:
         "command": REFERENCE_COMMAND,
         "commit": code,
         "tokenizers": version("tokenizers"),
-        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+        "date": today(),
         "cpu": cpu_model(),
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
-    write(record)
+    write_json(OUT, record)
     print(f"wrote reference_merges[{SHIPPED}] ({len(merges)} merges) to {OUT.relative_to(ROOT)}")
 
 
 def main() -> None:
     torch.set_num_threads(1)
-    started, code = time.perf_counter(), commit()  # 开始时的提交：结果出自这份代码
+    started, code = time.perf_counter(), git_commit()  # 开始时的提交：结果出自这份代码
     train, test = load_split("train"), load_split("test")
     characters = sum(len(poem) for poem in test)
 
@@ -155,10 +141,8 @@ def main() -> None:
     record = {
         "command": COMMAND,
         "commit": code,
-        "torch": version("torch"),
+        **machine(),
         "tokenizers": version("tokenizers"),
-        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
-        "cpu": cpu_model(),
         "threads": 1,
         "wall_seconds": round(time.perf_counter() - started, 1),
         "gpt_settings": {**GPT, "poems": POEMS, "lr": 3e-3},
@@ -167,7 +151,7 @@ def main() -> None:
         "reference_merges": {str(SHIPPED): [list(m) for m in shipped_reference]},
         "gpt": gpt_rows,
     }
-    write(record)
+    write_json(OUT, record)
     print(f"wrote {OUT.relative_to(ROOT)} in {record['wall_seconds']} s")
 
 

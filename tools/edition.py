@@ -6,7 +6,6 @@
 的笔记本版，文件名与 ``chapters/`` 相同，提交在仓库里，网站的启动按钮（Colab、Binder、GitHub）打开它。
 
     python -m tools.edition           写 edition/（构建网站之后运行：号和锚点取自构建）
-    python -m tools.edition --check   edition/ 与 chapters/ 不一致时以非零码退出
 
 **怎样转换。** 每个 Markdown 单元格用 myst-parser 自己的 markdown-it 解析器（同样的插件和
 ``_config.yml`` 里同样的扩展）切成块；块的源文字原样保留，只有解析器认出的 MyST 结构被换掉：
@@ -40,11 +39,9 @@
 
 from __future__ import annotations
 
-import argparse
 import copy
 import pickle
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -668,25 +665,7 @@ def write(files: dict[str, str]) -> None:
         (EDITION / extra).unlink()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="只检查 edition/ 是否过期")
-    args = parser.parse_args(argv)
+if __name__ == "__main__":
     files = build()
-    if args.check:
-        wrong = stale(files)
-        if wrong:
-            print(
-                f"edition/ 过期了：{', '.join(wrong)}；运行 python -m tools.edition",
-                file=sys.stderr,
-            )
-            return 1
-        print(f"edition/ 与 chapters/ 一致（{len(files)} 个笔记本）")
-        return 0
     write(files)
     print(f"已写 {len(files)} 个笔记本到 {EDITION.relative_to(ROOT)}/")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

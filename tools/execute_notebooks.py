@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import os
@@ -34,8 +33,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from tinyformer.atomic import atomic_write
 from tools.colab_setup import sync_setup_cell
+from tools.records import cpu_model, today, write_json, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ID = re.compile(r"[0-9a-f]{32}")
@@ -153,7 +152,7 @@ def execute(path: Path) -> tuple[float, int]:
     elif views := widget_view_ids(nb):
         # 控件只在 remove-output 的单元格里（不存控件状态）：输出里的 model id 也换成固定的
         text = stable_widget_ids(text, views, path.stem)
-    write_atomically(path, text)
+    write_text(path, text)
     return seconds, peak
 
 
@@ -182,28 +181,12 @@ def shows_a_widget(nb) -> bool:
     )
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """写笔记本或统计文件：中途被打断（Ctrl-C、磁盘满）时原来的文件原封不动。"""
-    with atomic_write(path) as file:
-        file.write(text.encode("utf-8"))
-
-
-def cpu_model() -> str:
-    """CPU 型号（Linux 读 /proc/cpuinfo，其他系统用 platform 给的名字）。"""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def stats_entry(seconds: float, peak_bytes: int) -> dict:
     """一章的执行统计。内核与本脚本用同一个解释器（.venv），版本取自这里。峰值内存以 MB（10^6 字节）计。"""
     return {
         "seconds": round(seconds, 1),
         "peak_mb": round(peak_bytes / 1e6),
-        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+        "date": today(),
         "python": platform.python_version(),
         "torch": version("torch"),
         "tinyformer": version("tinyformer"),
@@ -216,8 +199,7 @@ def record_stats(entries: dict[str, dict]) -> None:
     """把新测的条目并进 STATS_FILE：只覆盖这次执行了的笔记本。"""
     stats = json.loads(STATS_FILE.read_text(encoding="utf-8")) if STATS_FILE.exists() else {}
     stats.update(entries)
-    text = json.dumps(stats, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
-    write_atomically(STATS_FILE, text)
+    write_json(STATS_FILE, stats)
 
 
 def main(argv: list[str]) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import io
 import json
 import os
@@ -51,8 +52,9 @@ TORCH_INTERNAL = re.compile(r"at::|c10::|Expected .* but got|size mismatch|Defau
 CASES: list[tuple[str, str, object, object]] = []  # (group, name, thunk, check)
 
 
-def case(group, name, thunk, check=None):
-    CASES.append((group, name, thunk, check))
+def cases_of(group):
+    """``case(name, thunk, check=None)``：把一个情形记进 ``group`` 这一组。"""
+    return lambda name, thunk, check=None: CASES.append((group, name, thunk, check))
 
 
 def finite(value):
@@ -79,6 +81,7 @@ BAD_FLOATS = [-0.1, 1.0, 1.5, float("nan"), float("inf"), None, "0.1", True]
 
 # ---------------------------------------------------------------- constructors
 def constructors():
+    case = cases_of("constructors")
     small = dict(d_model=8, num_heads=2, d_ff=16)
     builders = {
         "MultiHeadAttention": (tf.MultiHeadAttention, dict(d_model=8, num_heads=2)),
@@ -95,18 +98,16 @@ def constructors():
             values = BAD_FLOATS if arg in ("p",) else BAD_INTS
             for value in values:
                 kwargs = {**good, arg: value}
-                case("constructors", f"{cls_name}({arg}={value!r})", lambda c=cls, k=kwargs: c(**k))
+                case(f"{cls_name}({arg}={value!r})", lambda c=cls, k=kwargs: c(**k))
     for arg, value in [("dropout", 1.0), ("dropout", -0.5), ("dropout", float("nan")),
                        ("activation", "tanh"), ("activation", None), ("eps", 0.0), ("eps", -1e-5),
                        ("eps", float("nan")), ("base", 1e-310), ("base", 1.0), ("base", -2.0),
                        ("base", float("inf")), ("padding_idx", 10), ("padding_idx", -11),
                        ("bias", "yes"), ("norm_first", 1)]:  # fmt: skip
         for cls_name, (cls, good) in builders.items():
-            import inspect
-
             if arg in inspect.signature(cls).parameters:
                 kwargs = {**good, arg: value}
-                case("constructors", f"{cls_name}({arg}={value!r})", lambda c=cls, k=kwargs: c(**k))
+                case(f"{cls_name}({arg}={value!r})", lambda c=cls, k=kwargs: c(**k))
     config = dict(src_vocab_size=12, tgt_vocab_size=12, d_model=8, num_heads=2,
                   num_encoder_layers=1, num_decoder_layers=1, d_ff=16, max_len=16)  # fmt: skip
     for arg, value in [("d_model", 2**20), ("max_len", 10**9), ("src_vocab_size", 10**9),
@@ -114,7 +115,7 @@ def constructors():
                        ("pad_id", 12), ("pad_id", -1), ("tie_output", "no"), ("dropout", 2.0),
                        ("tgt_vocab_size", 1), ("max_len", 0), ("d_model", 7)]:  # fmt: skip
         kwargs = {**config, arg: value}
-        case("constructors", f"Transformer({arg}={value!r})",
+        case(f"Transformer({arg}={value!r})",
              lambda k=kwargs: tf.Transformer(tf.TransformerConfig(**k)))  # fmt: skip
     gpt = dict(vocab_size=12, max_len=16, d_model=8, num_heads=2, num_layers=1)
     for arg, value in [("vocab_size", 10**9), ("max_len", 10**9), ("num_layers", 10**6),
@@ -123,16 +124,17 @@ def constructors():
                        ("ffn", "geglu"), ("num_kv_heads", 3), ("num_kv_heads", 0),
                        ("bias", 1)]:  # fmt: skip
         kwargs = {**gpt, arg: value}
-        case("constructors", f"GPT({arg}={value!r})", lambda k=kwargs: tf.GPT(tf.GPTConfig(**k)))
+        case(f"GPT({arg}={value!r})", lambda k=kwargs: tf.GPT(tf.GPTConfig(**k)))
     # valid edges
-    case("constructors", "MultiHeadAttention(1, 1)", lambda: tf.MultiHeadAttention(1, 1))
-    case("constructors", "EncoderLayer(num_heads=d_model)", lambda: tf.EncoderLayer(8, 8, 1))
-    case("constructors", "Dropout(p=0)", lambda: tf.Dropout(0.0))
-    case("constructors", "PositionalEncoding(max_len=1)", lambda: tf.PositionalEncoding(8, 1))
+    case("MultiHeadAttention(1, 1)", lambda: tf.MultiHeadAttention(1, 1))
+    case("EncoderLayer(num_heads=d_model)", lambda: tf.EncoderLayer(8, 8, 1))
+    case("Dropout(p=0)", lambda: tf.Dropout(0.0))
+    case("PositionalEncoding(max_len=1)", lambda: tf.PositionalEncoding(8, 1))
 
 
 # ---------------------------------------------------------------- attention with masks
 def attention():
+    case = cases_of("attention")
     torch.manual_seed(0)
     B, T, S, C = 2, 2, 3, 8
     mha = tf.MultiHeadAttention(C, 2).eval()
@@ -145,7 +147,7 @@ def attention():
         again = mha(q, kv2, kv2, key_padding_mask=pad)[0]
         return None if torch.allclose(out[0], again, atol=1e-6) else "padding mask ignored"
 
-    case("attention", "key_padding_mask (B, S)", lambda: mha(q, kv, kv, key_padding_mask=pad),
+    case("key_padding_mask (B, S)", lambda: mha(q, kv, kv, key_padding_mask=pad),
          respects_padding)  # fmt: skip
     bad_masks = {
         "key_padding_mask (B, T) instead of (B, S)": dict(key_padding_mask=torch.ones(B, T, dtype=torch.bool)),
@@ -164,17 +166,12 @@ def attention():
         "key_padding_mask meta": dict(key_padding_mask=torch.ones(B, S, dtype=torch.bool, device="meta")),
     }  # fmt: skip
     for name, kwargs in bad_masks.items():
-        case(
-            "attention",
-            f"MultiHeadAttention {name}",
-            lambda k=kwargs: mha(q, kv, kv, **k),
-            shape((B, T, C)),
-        )
-    case("attention", "attn_mask (T, S) all False", lambda: mha(q, kv, kv, attn_mask=torch.zeros(T, S, dtype=torch.bool)),
+        case(f"MultiHeadAttention {name}", lambda k=kwargs: mha(q, kv, kv, **k), shape((B, T, C)))
+    case("attn_mask (T, S) all False", lambda: mha(q, kv, kv, attn_mask=torch.zeros(T, S, dtype=torch.bool)),
          shape((B, T, C)))  # fmt: skip
-    case("attention", "every key padding", lambda: mha(q, kv, kv, key_padding_mask=torch.ones(B, S, dtype=torch.bool)),
+    case("every key padding", lambda: mha(q, kv, kv, key_padding_mask=torch.ones(B, S, dtype=torch.bool)),
          shape((B, T, C)))  # fmt: skip
-    case("attention", "key_padding_mask inverted (ids != pad)", lambda: mha(q, kv[:1], kv[:1], key_padding_mask=torch.ones(1, S, dtype=torch.bool)),
+    case("key_padding_mask inverted (ids != pad)", lambda: mha(q, kv[:1], kv[:1], key_padding_mask=torch.ones(1, S, dtype=torch.bool)),
          shape((1, T, C)))  # fmt: skip
     theirs = torch.nn.MultiheadAttention(C, 2, batch_first=True).eval()
     same_as_torch = tf.copy_from_torch(tf.MultiHeadAttention(C, 2), theirs).eval()
@@ -188,7 +185,7 @@ def attention():
             else "differs from nn.MultiheadAttention"
         )
 
-    case("attention", "torch's masks, same meaning as nn.MultiheadAttention",
+    case("torch's masks, same meaning as nn.MultiheadAttention",
          lambda: same_as_torch(q, kv, kv, key_padding_mask=pad, attn_mask=causal), matches_torch)  # fmt: skip
     for name, (a, b, c) in {
         "query 2-D": (q[0], kv, kv),
@@ -201,16 +198,11 @@ def attention():
         "list query": (q.tolist(), kv, kv),
         "None key": (q, None, kv),
     }.items():
-        case(
-            "attention",
-            f"MultiHeadAttention {name}",
-            lambda a=a, b=b, c=c: mha(a, b, c),
-            shape((B, T, C)),
-        )
+        case(f"MultiHeadAttention {name}", lambda a=a, b=b, c=c: mha(a, b, c), shape((B, T, C)))
     # nan in, nan out (like torch); an empty query gives an empty output
-    case("attention", "MultiHeadAttention nan query", lambda: mha(torch.full_like(q, float("nan")), kv, kv),
+    case("MultiHeadAttention nan query", lambda: mha(torch.full_like(q, float("nan")), kv, kv),
          lambda r: None if r[0].shape == q.shape else f"shape {tuple(r[0].shape)}")  # fmt: skip
-    case("attention", "MultiHeadAttention empty T", lambda: mha(q[:, :0], kv, kv), shape((B, 0, C)))
+    case("MultiHeadAttention empty T", lambda: mha(q[:, :0], kv, kv), shape((B, 0, C)))
     # sdpa
     Q, K, V = torch.randn(B, 2, T, 4), torch.randn(B, 2, S, 4), torch.randn(B, 2, S, 4)
     for name, kwargs in {
@@ -221,47 +213,35 @@ def attention():
         "mask (B, H, T, S)": dict(mask=torch.zeros(B, 2, T, S, dtype=torch.bool)),
         "mask (B, H, T, S+1)": dict(mask=torch.zeros(B, 2, T, S + 1, dtype=torch.bool)),
     }.items():
-        case("attention", f"sdpa {name}", lambda k=kwargs: tf.attention_with_weights(Q, K, V, **k),
+        case(f"sdpa {name}", lambda k=kwargs: tf.attention_with_weights(Q, K, V, **k),
              shape((B, 2, T, 4)))  # fmt: skip
     # layers and full model
     enc, dec = tf.EncoderLayer(C, 2, 16).eval(), tf.DecoderLayer(C, 2, 16).eval()
     x, mem = torch.randn(B, S, C), torch.randn(B, S, C)
     case(
-        "attention",
         "EncoderLayer src_key_padding_mask",
         lambda: enc(x, src_key_padding_mask=pad),
         shape((B, S, C)),
     )
-    case(
-        "attention",
-        "EncoderLayer attn_mask keyword",
-        lambda: enc(x, attn_mask=pad),
-        shape((B, S, C)),
-    )
-    case("attention", "EncoderLayer positional mask", lambda: enc(x, pad), shape((B, S, C)))
-    case(
-        "attention",
-        "DecoderLayer memory_mask keyword",
-        lambda: dec(q, mem, memory_mask=pad),
-        shape((B, T, C)),
-    )
-    case("attention", "DecoderLayer tgt_mask (T, S)", lambda: dec(q, mem, tgt_mask=torch.zeros(T, S, dtype=torch.bool)),
+    case("EncoderLayer attn_mask keyword", lambda: enc(x, attn_mask=pad), shape((B, S, C)))
+    case("EncoderLayer positional mask", lambda: enc(x, pad), shape((B, S, C)))
+    case("DecoderLayer memory_mask keyword", lambda: dec(q, mem, memory_mask=pad), shape((B, T, C)))
+    case("DecoderLayer tgt_mask (T, S)", lambda: dec(q, mem, tgt_mask=torch.zeros(T, S, dtype=torch.bool)),
          shape((B, T, C)))  # fmt: skip
-    case("attention", "DecoderLayer memory_key_padding_mask", lambda: dec(q, mem, memory_key_padding_mask=pad),
+    case("DecoderLayer memory_key_padding_mask", lambda: dec(q, mem, memory_key_padding_mask=pad),
          shape((B, T, C)))  # fmt: skip
     config = tf.TransformerConfig(12, 12, d_model=8, num_heads=2, num_encoder_layers=1,
                                   num_decoder_layers=1, d_ff=16, max_len=16)  # fmt: skip
     model = tf.Transformer(config).eval()
     src, tgt = torch.tensor([[1, 2, 0], [3, 0, 0]]), torch.tensor([[1, 4], [1, 5]])
     case(
-        "attention",
         "Transformer src_mask=src == 0",
         lambda: model(src, tgt, src_mask=src == 0),
         shape((B, T, 12)),
     )
-    case("attention", "Transformer src_key_padding_mask", lambda: model(src, tgt, src_key_padding_mask=src == 0),
+    case("Transformer src_key_padding_mask", lambda: model(src, tgt, src_key_padding_mask=src == 0),
          shape((B, T, 12)))  # fmt: skip
-    case("attention", "causal_mask(1, start=100000) builds one row",
+    case("causal_mask(1, start=100000) builds one row",
          lambda: tf.causal_mask(1, start=100_000), shape((1, 100_001)))  # fmt: skip
     for name, (s, t) in {
         "src id = vocab size": (torch.tensor([[12]]), tgt[:1]),
@@ -275,24 +255,21 @@ def attention():
         "src bool": (src.bool(), tgt),
         "src on meta": (src.to("meta"), tgt),
     }.items():
-        case(
-            "attention",
-            f"Transformer {name}",
-            lambda s=s, t=t: model(s, t),
-            shape((len(t), t.shape[-1], 12)),
-        )
-    case("attention", "causal_mask(0)", lambda: tf.causal_mask(0), shape((0, 0)))
-    case("attention", "causal_mask(-1)", lambda: tf.causal_mask(-1))
-    case("attention", "causal_mask(3, start=-1)", lambda: tf.causal_mask(3, start=-1))
-    case("attention", "causal_mask(2.0)", lambda: tf.causal_mask(2.0))
-    case("attention", "padding_mask pad_id=-1", lambda: tf.padding_mask(src, -1))
-    case("attention", "padding_mask float ids", lambda: tf.padding_mask(src.float(), 0))
-    case("attention", "padding_mask list", lambda: tf.padding_mask([[1, 0]], 0))
+        case(f"Transformer {name}", lambda s=s, t=t: model(s, t), shape((len(t), t.shape[-1], 12)))
+    case("causal_mask(0)", lambda: tf.causal_mask(0), shape((0, 0)))
+    case("causal_mask(-1)", lambda: tf.causal_mask(-1))
+    case("causal_mask(3, start=-1)", lambda: tf.causal_mask(3, start=-1))
+    case("causal_mask(2.0)", lambda: tf.causal_mask(2.0))
+    case("padding_mask pad_id=-1", lambda: tf.padding_mask(src, -1))
+    case("padding_mask float ids", lambda: tf.padding_mask(src.float(), 0))
+    case("padding_mask list", lambda: tf.padding_mask([[1, 0]], 0))
     return model
 
 
 # ---------------------------------------------------------------- agree / magnitude
 def compare():
+    case = cases_of("agree")
+
     def verdict(expected_ok):
         def check(result):
             ok = bool(getattr(result, "ok", None))
@@ -326,45 +303,41 @@ def compare():
         ("nested lists", [[1.0, 2.0]], [[1.0, 2.0]], {}, verdict(True)),
     ]  # fmt: skip
     for name, a, b, kwargs, check in cases:
-        case("agree", f"agree {name}", lambda a=a, b=b, k=kwargs: book.agree(a, b, **k), check)
+        case(f"agree {name}", lambda a=a, b=b, k=kwargs: book.agree(a, b, **k), check)
     for name, value in [("inf", float("inf")), ("nan", float("nan")), ("None", None), ("str", "x"),
                         ("tensor", torch.ones(3)), ("complex", 1 + 2j), ("huge int", 10**400),
                         ("zero", 0.0), ("negative", -1e-300), ("meta", torch.ones(1, device="meta"))]:  # fmt: skip
-        case("agree", f"magnitude {name}", lambda v=value: book.magnitude(v),
+        case(f"magnitude {name}", lambda v=value: book.magnitude(v),
              lambda r: None if isinstance(r, str) else "not a str")  # fmt: skip
 
 
 # ---------------------------------------------------------------- positional encodings
 def positional():
+    case = cases_of("positional")
     for max_len, d_model, base in [(8, 4, 1e-310), (8, 4, 1.0), (8, 4, 0.0), (8, 4, -10.0),
                                    (8, 4, float("inf")), (8, 4, float("nan")), (8, 4, 1e308),
                                    (8, 3, 10000.0), (0, 4, 10000.0), (8, 0, 10000.0),
                                    (10**9, 512, 10000.0), (8, 4, "10000"), (8.0, 4, 10000.0),
                                    (1, 2, 10000.0), (8, 4, 2.0), (-1, 4, 10000.0)]:  # fmt: skip
-        case("positional", f"sinusoidal_encoding({max_len}, {d_model}, base={base!r})",
+        case(f"sinusoidal_encoding({max_len}, {d_model}, base={base!r})",
              lambda a=max_len, b=d_model, c=base: tf.sinusoidal_encoding(a, b, base=c),
              lambda r, a=max_len, b=d_model: shape((a, b))(r))  # fmt: skip
     for k, d_model in [(1, 4), (-3, 4), (10**18, 4), (1, 3), (1, 2**20), (1.5, 4), (0, 4)]:
-        case("positional", f"shift_matrix({k}, {d_model})", lambda k=k, d=d_model: tf.shift_matrix(k, d),
+        case(f"shift_matrix({k}, {d_model})", lambda k=k, d=d_model: tf.shift_matrix(k, d),
              lambda r, d=d_model: shape((d, d))(r))  # fmt: skip
     pe = tf.PositionalEncoding(8, 16)
     case(
-        "positional",
         "PositionalEncoding input longer than max_len",
         lambda: pe(torch.zeros(1, 17, 8)),
         shape((1, 17, 8)),
     )
-    case(
-        "positional",
-        "PositionalEncoding wrong C",
-        lambda: pe(torch.zeros(1, 4, 9)),
-        shape((1, 4, 9)),
-    )
-    case("positional", "PositionalEncoding 2-D", lambda: pe(torch.zeros(4, 8)), shape((4, 8)))
+    case("PositionalEncoding wrong C", lambda: pe(torch.zeros(1, 4, 9)), shape((1, 4, 9)))
+    case("PositionalEncoding 2-D", lambda: pe(torch.zeros(4, 8)), shape((4, 8)))
 
 
 # ---------------------------------------------------------------- Vocab and tokenizers
 def text():
+    case = cases_of("text")
     vocab = tf.Vocab([["我", "爱", "北京"]])
     for name, thunk, check in [
         ("Vocab(None)", lambda: tf.Vocab(None), None),
@@ -392,18 +365,17 @@ def text():
         ("from_itos duplicates", lambda: tf.Vocab.from_itos(list(vocab.itos) + ["我"]), None),
         ("from_itos non-str", lambda: tf.Vocab.from_itos(list(vocab.itos) + [3]), None),
     ]:
-        case("text", name, thunk, check)
+        case(name, thunk, check)
 
     def is_list(r):
         return None if isinstance(r, list) and all(isinstance(t, str) for t in r) else repr(r)[:40]
 
     for value in [None, 123, b"bytes", "", "   ", "好" * 100_000, "🙂🙂", "\x00", "我\n爱\t北京",
                   "ABC def", "——……", "我明天去北京。" * 50, ["我"], "\ud800"]:  # fmt: skip
-        case("text", f"tokenize_zh({value!r:.30})", lambda v=value: tf.tokenize_zh(v), is_list)
-        case("text", f"tokenize_en({value!r:.30})", lambda v=value: tf.tokenize_en(v), is_list)
-    case("text", "tokenize_zh cut_all='yes'", lambda: tf.tokenize_zh("我", cut_all="yes"), is_list)
+        case(f"tokenize_zh({value!r:.30})", lambda v=value: tf.tokenize_zh(v), is_list)
+        case(f"tokenize_en({value!r:.30})", lambda v=value: tf.tokenize_en(v), is_list)
+    case("tokenize_zh cut_all='yes'", lambda: tf.tokenize_zh("我", cut_all="yes"), is_list)
     case(
-        "text",
         "tokenize_zh cut_all and search",
         lambda: tf.tokenize_zh("我", cut_all=True, search=True),
         is_list,
@@ -412,6 +384,7 @@ def text():
 
 # ---------------------------------------------------------------- decoding
 def decoding(model):
+    case = cases_of("decoding")
     src = torch.tensor([[1, 2, 3], [4, 5, 0]])
 
     def decoded(r):
@@ -433,7 +406,7 @@ def decoding(model):
             "use_cache='no'": dict(use_cache="no"),
         }.items():
             kw = dict(bos_id=1, eos_id=2, max_len=5) | kwargs
-            case("decoding", f"{fn_name} {name}", lambda f=fn, k=kw: f(model, src, **k), decoded)
+            case(f"{fn_name} {name}", lambda f=fn, k=kw: f(model, src, **k), decoded)
         for name, s in {
             "src float": src.float(),
             "src 1-D": src[0],
@@ -442,11 +415,10 @@ def decoding(model):
             "src id 99": torch.tensor([[99]]),
             "src list": src.tolist(),
         }.items():
-            case("decoding", f"{fn_name} {name}", lambda f=fn, s=s: f(model, s, 1, 2, max_len=4),
+            case(f"{fn_name} {name}", lambda f=fn, s=s: f(model, s, 1, 2, max_len=4),
                  lambda r: None if isinstance(r, torch.Tensor) else "not a tensor")  # fmt: skip
-        case("decoding", f"{fn_name} model=None", lambda f=fn: f(None, src, 1, 2))
+        case(f"{fn_name} model=None", lambda f=fn: f(None, src, 1, 2))
         case(
-            "decoding",
             f"{fn_name} model in train mode",
             lambda f=fn: f(model.train(), src, 1, 2, max_len=3),
             decoded,
@@ -465,13 +437,12 @@ def decoding(model):
         "alpha=inf": dict(alpha=float("inf")),
     }.items():
         kw = dict(bos_id=1, eos_id=2, max_len=4) | kwargs
-        case(
-            "decoding", f"beam_search {name}", lambda k=kw: tf.beam_search(model, src, **k), decoded
-        )
+        case(f"beam_search {name}", lambda k=kw: tf.beam_search(model, src, **k), decoded)
 
 
 # ---------------------------------------------------------------- checkpoints
 def checkpoints(folder: Path):
+    case = cases_of("checkpoint")
     translator = new_translator(
         tf.Vocab([["我", "明天", "去", "北京", "。"]]), tf.Vocab([["i", "will", "go", "."]]),
         seed=0, d_model=16, num_heads=4, num_layers=1, d_ff=32, max_len=16,
@@ -490,7 +461,7 @@ def checkpoints(folder: Path):
     def crafted(name, raw: bytes, suffix=".safetensors"):
         path = folder / f"{name}{suffix}"
         path.write_bytes(raw)
-        case("checkpoint", name, lambda p=path: load_checkpoint(p), same_as_saved)
+        case(name, lambda p=path: load_checkpoint(p), same_as_saved)
 
     for cut in (
         0,
@@ -580,30 +551,20 @@ def checkpoints(folder: Path):
            "state_dict": translator.model.state_dict(), "metrics": base_meta["metrics"]}  # fmt: skip
     torch.save(old, folder / "old.pt")
     torch.save({"payload": Payload()}, folder / "evil.pt")
-    case("checkpoint", "old .pt file", lambda: load_checkpoint(folder / "old.pt"), same_as_saved)
-    case(
-        "checkpoint",
-        "pickle naming os.system",
-        lambda: load_checkpoint(folder / "evil.pt"),
-        same_as_saved,
-    )
-    case("checkpoint", "convert old .pt",
+    case("old .pt file", lambda: load_checkpoint(folder / "old.pt"), same_as_saved)
+    case("pickle naming os.system", lambda: load_checkpoint(folder / "evil.pt"), same_as_saved)
+    case("convert old .pt",
          lambda: convert_checkpoint(folder / "old.pt", folder / "new.safetensors"), same_as_saved)  # fmt: skip
-    case("checkpoint", "convert os.system pickle",
+    case("convert os.system pickle",
          lambda: convert_checkpoint(folder / "evil.pt", folder / "evil.safetensors"), same_as_saved)  # fmt: skip
-    case("checkpoint", "convert truncated .pt",
+    case("convert truncated .pt",
          lambda: convert_checkpoint(folder / "truncated at 100.safetensors", folder / "x.safetensors"), same_as_saved)  # fmt: skip
-    case("checkpoint", "directory", lambda: load_checkpoint(folder), same_as_saved)
-    case("checkpoint", "/dev/null", lambda: load_checkpoint("/dev/null"), same_as_saved)
-    case(
-        "checkpoint",
-        "missing file",
-        lambda: load_checkpoint(folder / "none.safetensors"),
-        same_as_saved,
-    )
-    case("checkpoint", "path None", lambda: load_checkpoint(None), same_as_saved)
-    case("checkpoint", "path 254 chars", lambda: load_checkpoint(folder / ("a" * 242 + ".safetensors")), same_as_saved)  # fmt: skip
-    case("checkpoint", "good file", lambda: load_checkpoint(good), same_as_saved)
+    case("directory", lambda: load_checkpoint(folder), same_as_saved)
+    case("/dev/null", lambda: load_checkpoint("/dev/null"), same_as_saved)
+    case("missing file", lambda: load_checkpoint(folder / "none.safetensors"), same_as_saved)
+    case("path None", lambda: load_checkpoint(None), same_as_saved)
+    case("path 254 chars", lambda: load_checkpoint(folder / ("a" * 242 + ".safetensors")), same_as_saved)  # fmt: skip
+    case("good file", lambda: load_checkpoint(good), same_as_saved)
     return good
 
 
@@ -614,6 +575,8 @@ class Payload:
 
 # ---------------------------------------------------------------- Translator
 def translator_cases(translator):
+    case = cases_of("translator")
+
     def strings(count):
         def check(r):
             r = [r] if isinstance(r, str) else r
@@ -630,12 +593,7 @@ def translator_cases(translator):
         count = (
             1 if isinstance(value, str) else len(value) if isinstance(value, (list, tuple)) else 0
         )
-        case(
-            "translator",
-            f"translate({value!r:.30})",
-            lambda v=value: translator.translate(v),
-            strings(count),
-        )
+        case(f"translate({value!r:.30})", lambda v=value: translator.translate(v), strings(count))
 
     def noted(r):
         if r.in_grammar == bool(r.note):
@@ -648,13 +606,8 @@ def translator_cases(translator):
         "我每天不喝绿茶。",
         "他们上周没去公园吗？",
     ]:
-        case(
-            "translator",
-            f"translate_checked({value})",
-            lambda v=value: translator.translate_checked(v),
-            noted,
-        )
-    case("translator", "translate_checked out of grammar has the note",
+        case(f"translate_checked({value})", lambda v=value: translator.translate_checked(v), noted)
+    case("translate_checked out of grammar has the note",
          lambda: translator.translate_checked("他昨天没在商店买衣服吗？"),
          lambda r: None if r.note == OUT_OF_GRAMMAR else "no note")  # fmt: skip
     for name, kwargs in {"beam_size=0": dict(beam_size=0), "beam_size=10**7": dict(beam_size=10**7),
@@ -662,24 +615,21 @@ def translator_cases(translator):
                          "max_len=-5": dict(max_len=-5), "max_len=10**9": dict(max_len=10**9),
                          "beam_size=4": dict(beam_size=4), "max_len=1": dict(max_len=1)}.items():  # fmt: skip
         case(
-            "translator",
             f"translate {name}",
             lambda k=kwargs: translator.translate("我明天去北京。", **k),
             strings(1),
         )
-    case(
-        "translator",
-        "cross_attention layer=5",
-        lambda: translator.cross_attention("我明天去北京。", layer=5),
-    )
-    case("translator", "cross_attention layer=-1", lambda: translator.cross_attention("我明天去北京。", layer=-1),
+    case("cross_attention layer=5", lambda: translator.cross_attention("我明天去北京。", layer=5))
+    case("cross_attention layer=-1", lambda: translator.cross_attention("我明天去北京。", layer=-1),
          lambda r: finite(r[2]))  # fmt: skip
-    case("translator", "evaluate([])", lambda: translator.evaluate([]))
-    case("translator", "evaluate batch_size=0", lambda: translator.evaluate([1], batch_size=0))
+    case("evaluate([])", lambda: translator.evaluate([]))
+    case("evaluate batch_size=0", lambda: translator.evaluate([1], batch_size=0))
 
 
 # ---------------------------------------------------------------- CLIs
 def cli_cases(model_file: Path, bad_file: Path, folder: Path):
+    case = cases_of("cli")
+
     def in_process(command, argv):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -713,31 +663,22 @@ def cli_cases(model_file: Path, bad_file: Path, folder: Path):
     ):
         for argv in rows:
             case(
-                "cli",
                 f"{name} {' '.join(a[:30] for a in argv)[:80]}",
                 lambda c=command, a=argv: in_process(c, a),
                 "cli",
             )
     for argv, pipe in [
-        (["tinyformer.translation", "translate", "我明天去北京。"], False),
-        (["tinyformer.translation", "translate", "--model", str(bad_file), "我"], False),
-        (["tinyformer.translation", "translate", "他昨天没在商店买衣服吗？"], False),
-        (["tinyformer.translation", "train", "--seconds", "inf"], False),
-        (["tinyformer.translation", "bogus"], False),
-        (["tinyformer.translation"], False),
-        (
-            ["tinyformer.translation", "translate", "我明天去北京。"] * 1,
-            True,
-        ),  # stdout closed at once
+        (["translate", "我明天去北京。"], False),
+        (["translate", "--model", str(bad_file), "我"], False),
+        (["translate", "他昨天没在商店买衣服吗？"], False),
+        (["train", "--seconds", "inf"], False),
+        (["bogus"], False),
+        ([], False),
+        (["translate", "我明天去北京。"], True),  # stdout closed at once
     ]:
-        case("cli", f"subprocess {' '.join(argv)[:60]}{' (stdout closed)' if pipe else ''}",
+        argv = ["tinyformer.translation", *argv]
+        case(f"subprocess {' '.join(argv)[:60]}{' (stdout closed)' if pipe else ''}",
              lambda a=argv, p=pipe: subprocess_cli(a, p), "cli")  # fmt: skip
-
-
-def _share(state_dict, name, small):
-    """state_dict[small] becomes a view into state_dict[name]'s storage."""
-    target = state_dict[small]
-    state_dict[small] = state_dict[name].view(-1)[: target.numel()].view(target.shape)
 
 
 def subprocess_cli(argv, closed_stdout):
@@ -853,17 +794,8 @@ def main():
                 notes.append(f"  [{outcome}] {group}: {name}  {note}")
     kinds = ("clear", "handled", "obscure", "wrong", "crash")
     print(f"{'group':<13}" + "".join(f"{k:>9}" for k in kinds) + f"{'total':>9}")
-    for group, counts in by_group.items():
-        print(
-            f"{group:<13}"
-            + "".join(f"{counts[k]:>9}" for k in kinds)
-            + f"{sum(counts.values()):>9}"
-        )
-    print(
-        f"{'all':<13}"
-        + "".join(f"{outcomes[k]:>9}" for k in kinds)
-        + f"{sum(outcomes.values()):>9}"
-    )
+    for group, counts in [*by_group.items(), ("all", outcomes)]:
+        print(f"{group:<13}" + "".join(f"{counts[k]:>9}" for k in kinds) + f"{counts.total():>9}")
     bad_inputs = outcomes["clear"] + outcomes["obscure"]
     share = outcomes["obscure"] / bad_inputs if bad_inputs else 0.0
     print(f"obscure: {outcomes['obscure']} of {bad_inputs} inputs that raised ({share:.1%})")

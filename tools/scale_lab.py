@@ -18,35 +18,18 @@
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import subprocess
 import sys
 import time
-from importlib.metadata import version
 from pathlib import Path
 
 import torch
 
-from tinyformer.atomic import atomic_write
 from tinyformer.poetry.scale import EXPERIMENTS, run
-from tools.execute_notebooks import cpu_model
+from tools.records import git_commit, machine, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "src" / "tinyformer" / "poetry" / "data" / "scale_lab.json"
-
-
-def git_commit() -> str:
-    done = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE, text=True
-    )
-    return done.stdout.strip() or "unknown"
-
-
-def write(record: dict, path: Path) -> None:
-    text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
-    with atomic_write(path) as file:
-        file.write(text.encode("utf-8"))
 
 
 def _command(words: list[str]) -> str:
@@ -88,7 +71,7 @@ def merge(sources: list[Path], path: Path) -> None:
             }
             record["provenance"].append(fresh)
             _store(record, rows, fresh)
-    write(record, path)
+    write_json(path, record, sort_keys=False)
     print(f"merged {len(sources)} files -> {path}: {len(record['runs'])} runs")
 
 
@@ -124,10 +107,8 @@ def main(argv: list[str] | None = None) -> None:
     # 每次运行记一条来历：这几个实验是哪条命令、哪个提交、哪个 torch、哪台机器跑的
     invocation = {
         "command": _command(sys.argv[1:] if argv is None else argv),
-        "git_commit": git_commit(),
-        "torch": version("torch"),
-        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
-        "cpu": cpu_model(),
+        "git_commit": git_commit("--short"),
+        **machine(),
         "threads": args.threads,
         "device": args.device,
         "runs": [],
@@ -137,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     for i, exp in enumerate(chosen, start=1):
         row = run(exp, device=args.device)
         _store(record, [row], invocation)
-        write(record, args.results)
+        write_json(args.results, record, sort_keys=False)
         print(
             f"[{i}/{len(chosen)}] {exp.name:<18} N={row['non_embedding_params']:>7,}  "
             f"valid {row['valid_bpc']:.3f} (best {row['best_valid_bpc']:.3f} @ {row['best_step']})"

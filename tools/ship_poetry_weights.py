@@ -10,16 +10,12 @@
 
 from __future__ import annotations
 
-import datetime
 import json
-import subprocess
 import sys
 import time
-from importlib.metadata import version
 from pathlib import Path
 
-from tinyformer.atomic import atomic_write
-from tools.execute_notebooks import cpu_model
+from tools.records import last_json, machine, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = Path("src") / "tinyformer" / "poetry" / "weights"
@@ -29,15 +25,6 @@ COMMAND = [
     "--out", (WEIGHTS / "poetry.safetensors").as_posix(),
 ]  # fmt: skip
 EVALUATE = ["python", "-m", "tinyformer.poetry", "evaluate", "--model", COMMAND[-1]]
-
-
-def last_json(command: list[str]) -> dict:
-    """运行 ``command``（用本解释器），返回它 stdout 的最后一行 JSON。"""
-    print("+", " ".join(command), flush=True)
-    done = subprocess.run(
-        [sys.executable, *command[1:]], cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -50,17 +37,12 @@ def main() -> None:
         record = {
             "command": " ".join(COMMAND),
             "wall_seconds": round(time.perf_counter() - started, 1),
-            "torch": version("torch"),
-            "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
-            "cpu": cpu_model(),
+            **machine(),
             "metrics": metrics,
         }
     record["evaluate_command"] = " ".join(EVALUATE)
     record["evaluate"] = last_json(EVALUATE)
-    text = json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
-    with atomic_write(path) as file:
-        file.write(text.encode("utf-8"))
-    print(text)
+    print(write_json(path, record))
 
 
 if __name__ == "__main__":

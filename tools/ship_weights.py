@@ -9,15 +9,10 @@
 
 from __future__ import annotations
 
-import datetime
-import json
-import subprocess
-import sys
 from importlib.metadata import version
 from pathlib import Path
 
-from tinyformer.atomic import atomic_write
-from tools.execute_notebooks import cpu_model
+from tools.records import last_json, machine, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = Path("src") / "tinyformer" / "translation" / "weights"
@@ -33,23 +28,11 @@ def main() -> None:
             "python", "-m", "tinyformer.translation", "train",
             "--steps", str(steps), "--seed", str(SEED), "--out", out.as_posix(), "--no-progress",
         ]  # fmt: skip
-        print("+", " ".join(command), flush=True)
-        done = subprocess.run(
-            [sys.executable, *command[1:]], cwd=ROOT, check=True, capture_output=True, text=True
-        )
-        metrics = json.loads(done.stdout.strip().splitlines()[-1])
+        metrics = last_json(command)
         metrics.pop("checkpoint", None)
         runs[str(steps)] = {"command": " ".join(command), "metrics": metrics}
-    record = {
-        "torch": version("torch"),
-        "tinyformer": version("tinyformer"),
-        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
-        "cpu": cpu_model(),
-        "checkpoints": runs,
-    }
-    text = json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
-    with atomic_write(ROOT / WEIGHTS / "zh_en.json") as file:  # 打断时旧的来历文件原封不动
-        file.write(text.encode("utf-8"))
+    record = {**machine(), "tinyformer": version("tinyformer"), "checkpoints": runs}
+    write_json(ROOT / WEIGHTS / "zh_en.json", record)  # 打断时旧的来历文件原封不动
 
 
 if __name__ == "__main__":

@@ -82,27 +82,6 @@ def test_widget_ids_are_the_fixed_ones(path):
     assert ids <= fixed, f"random widget ids: {sorted(ids - fixed)[:3]}"
 
 
-HAND_TYPED_NUMBER = re.compile(r"第\s*\d+\s*章|(?<![\d.])\d+\.\d+\s*节")
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_no_hand_typed_chapter_or_section_numbers(path):
-    """章节号只来自 {numref}（网站、PDF 与笔记本版由同一次构建编号），正文和代码里不手写。"""
-    found = []
-    for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
-        text = re.sub(r"\{numref\}`[^`]*`", "", cell.source)  # {numref}`第 %s 章 <label>` 不算
-        found += [f"cell {i}: {m.group()}" for m in HAND_TYPED_NUMBER.finditer(text)]
-    assert found == []
-
-
-def test_the_number_check_sees_a_hand_typed_link():
-    assert HAND_TYPED_NUMBER.search("[第 5 章](ch05_attention.ipynb)")
-    assert HAND_TYPED_NUMBER.search("# 5.3 节的公式")
-    assert not HAND_TYPED_NUMBER.search(
-        re.sub(r"\{numref\}`[^`]*`", "", "{numref}`第 %s 章 <ch05-attention>`")
-    )
-
-
 def test_every_github_link_points_at_the_configured_repository():
     url, _ = colab_setup.repository()
     texts = [ROOT / "README.md", *NOTEBOOKS, ROOT / "binder" / "requirements.txt"]

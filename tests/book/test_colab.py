@@ -19,14 +19,13 @@
 import json
 import os
 import re
-import shutil
 import subprocess
 import venv
 from pathlib import Path
 
 import pytest
 
-from tests.kit import ROOT
+from tests.kit import ROOT, package_copy
 from tools import colab_setup, edition, execute_notebooks
 
 repository = colab_setup.repository
@@ -70,13 +69,7 @@ def widget_views(path: Path) -> int:
 
 def package_repository(tmp_path: Path, branch: str) -> Path:
     """只含本包（当前工作树里的版本）的临时 git 仓库，分支 ``branch``。"""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, repo / name)
-    shutil.copytree(
-        ROOT / "src", repo / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
-    )
+    repo = package_copy(tmp_path / "repo")
     git = ["git", "-C", str(repo), "-c", "user.name=test", "-c", "user.email=test@localhost"]
     subprocess.run([*git, "init", "-q", "-b", branch], check=True)
     subprocess.run([*git, "add", "."], check=True)

@@ -10,7 +10,6 @@ Colab 等环境自带各自的版本，本包只写下限（精确版本在 requ
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -19,7 +18,7 @@ import venv
 import pytest
 from packaging.version import Version
 
-from tests.kit import ROOT
+from tests.kit import ROOT, package_copy
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 TORCH_HERE = "2.13.0"  # 本机能装的 torch（见 requirements.txt）
@@ -69,15 +68,9 @@ def test_unit_tests_pass_with_the_floor_versions(tmp_path):
         check=True,
         timeout=1200,
     )
-    # 从只含打包所需文件的副本安装：setuptools 在源目录的 build/ 里留着上次构建的文件，模块搬走
-    # 之后旧文件（例如 build/lib/tinyformer/explorers.py）会被装进新的 wheel
-    package = tmp_path / "package"
-    for name in ("pyproject.toml", "README.md"):
-        package.mkdir(exist_ok=True)
-        shutil.copy(ROOT / name, package / name)
-    shutil.copytree(
-        ROOT / "src", package / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
-    )
+    # 从只含打包所需文件的副本安装（否则 build/ 里的旧文件，例如 build/lib/tinyformer/explorers.py，
+    # 会被装进新的 wheel）
+    package = package_copy(tmp_path / "package")
     subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", str(package)], check=True)
     listed = subprocess.run(
         [python, "-m", "pip", "list", "--format", "json"], capture_output=True, check=True

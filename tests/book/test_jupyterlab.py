@@ -81,15 +81,29 @@ def notebooks() -> list[str]:
     return sorted(p.name for p in FOLDER.glob("*.ipynb"))
 
 
-def explorer_cells(name: str) -> list[int]:
-    """保存了探索器输出（Vega-Lite 图）的代码单元格的序号（在全部单元格里的位置）。"""
-    cells = json.loads((FOLDER / name).read_text(encoding="utf-8"))["cells"]
+def cells_of(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def cells_saving(name: str, mime_types: set[str]) -> list[int]:
+    """保存了 ``mime_types`` 之一的输出的代码单元格的序号（在全部单元格里的位置）。"""
     return [
         index
-        for index, cell in enumerate(cells)
+        for index, cell in enumerate(cells_of(FOLDER / name))
         if cell["cell_type"] == "code"
-        and any(VEGALITE_MIME_TYPE in o.get("data", {}) for o in cell.get("outputs", []))
+        and any(mime_types & set(o.get("data", {})) for o in cell.get("outputs", []))
     ]
+
+
+def explorer_cells(name: str) -> list[int]:
+    """保存了探索器输出（Vega-Lite 图）的代码单元格。"""
+    return cells_saving(name, {VEGALITE_MIME_TYPE})
+
+
+def screenshot(target, file_name: str) -> None:
+    """页面或元素的截图，存进 _build/screenshots/jupyterlab/。"""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    target.screenshot(path=str(SCREENSHOTS / file_name))
 
 
 def free_port() -> int:
@@ -322,8 +336,9 @@ def source_has_references(name: str) -> bool:
     source = ROOT / "chapters" / name
     if not source.exists():
         return False
-    cells = json.loads(source.read_text(encoding="utf-8"))["cells"]
-    return any("{numref}" in "".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return any(
+        "{numref}" in "".join(c["source"]) for c in cells_of(source) if c["cell_type"] == "markdown"
+    )
 
 
 def own_font(url: str) -> bool:
@@ -340,10 +355,12 @@ def known_noise(message: str) -> bool:
     return False
 
 
-def open_notebook(open_lab, name: str, app: str = "lab/tree", kernel: bool = True):
-    cells = len(json.loads((FOLDER / name).read_text(encoding="utf-8"))["cells"])
+def open_notebook(open_lab, name: str, app: str = "lab/tree", kernel: bool = True, among=None):
+    """打开一本笔记本。参数化的测试给出 ``among``：名字不在其中时是占位名（“（没有图）”），跳过。"""
+    if among is not None and name not in among:
+        skip_or_fail(f"{FOLDER} 里{name}")
     lab = open_lab(f"{app}/{quote(name)}")
-    wait_for_notebook(lab.page, cells, kernel)
+    wait_for_notebook(lab.page, len(cells_of(FOLDER / name)), kernel)
     return lab
 
 
@@ -378,10 +395,7 @@ def test_explorer_draws_in_notebook_7(open_lab):
     run_cell(page, index)
     after = wait_for_chart(page, index)
     assert after["marks"] > 0 and after["controls"] > 0, after
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator(".jp-Notebook .jp-Cell").nth(index).screenshot(
-        path=str(SCREENSHOTS / f"notebook7-{Path(name).stem}.png")
-    )
+    screenshot(page.locator(".jp-Notebook .jp-Cell").nth(index), f"notebook7-{Path(name).stem}.png")
     assert_no_javascript_errors(tree, notebook)
 
 
@@ -389,8 +403,7 @@ def test_explorer_draws_in_notebook_7(open_lab):
 def test_markdown_reads_without_myst_in_jupyterlab(open_lab, name):
     lab = open_notebook(open_lab, name, kernel=False)
     if name.startswith("ch03"):
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        lab.page.screenshot(path=str(SCREENSHOTS / f"chapter-{Path(name).stem}.png"))
+        screenshot(lab.page, f"chapter-{Path(name).stem}.png")
     texts = markdown_text(lab.page)
     assert texts, "没有渲染出的 Markdown 单元格"
     found = myst_found(texts)
@@ -410,19 +423,16 @@ def test_markdown_reads_without_myst_in_jupyterlab(open_lab, name):
 
 @pytest.mark.parametrize("name", WITH_EXPLORERS or ["（没有探索器）"])
 def test_explorer_shows_a_picture_on_opening_and_draws_when_run(open_lab, name):
-    if not WITH_EXPLORERS:
-        skip_or_fail(f"{FOLDER} 里没有带探索器的笔记本")
-    lab = open_notebook(open_lab, name)
+    lab = open_notebook(open_lab, name, among=WITH_EXPLORERS)
     page = lab.page
     for index in explorer_cells(name):
         # 打开时：笔记本未被信任，脚本不执行；图的位置上是默认状态的静态图
         before = output_state(page, index)
-        screenshot = name.startswith("ch05")
-        if screenshot:
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shoot = name.startswith("ch05")
+        if shoot:
             cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
             cell.scroll_into_view_if_needed()
-            cell.screenshot(path=str(SCREENSHOTS / f"explorer-{Path(name).stem}-opened.png"))
+            screenshot(cell, f"explorer-{Path(name).stem}-opened.png")
         assert before["picture"], f"打开时探索器的位置上没有静态图：{before}"
         assert before["marks"] == 0
         started = time.monotonic()
@@ -432,8 +442,8 @@ def test_explorer_shows_a_picture_on_opening_and_draws_when_run(open_lab, name):
         assert not after["picture"], "交互图画好后静态图应当被换掉"
         assert any(u.startswith(f"{CDN}vega-embed@") for u in lab.cdn), lab.cdn
         print(f"{name}：运行到画好 {time.monotonic() - started:.1f} s，{after['marks']} 个图元")
-        if screenshot:
-            cell.screenshot(path=str(SCREENSHOTS / f"explorer-{Path(name).stem}-run.png"))
+        if shoot:
+            screenshot(cell, f"explorer-{Path(name).stem}-run.png")
     assert_no_javascript_errors(lab)
 
 
@@ -443,14 +453,8 @@ FIGURE_TYPES = ("image/png", "image/svg+xml")
 
 
 def figure_cells(name: str) -> list[int]:
-    """保存了 matplotlib 图（SVG，和它旁边的 PNG）的代码单元格的序号。"""
-    cells = json.loads((FOLDER / name).read_text(encoding="utf-8"))["cells"]
-    return [
-        index
-        for index, cell in enumerate(cells)
-        if cell["cell_type"] == "code"
-        and any(set(FIGURE_TYPES) & set(o.get("data", {})) for o in cell.get("outputs", []))
-    ]
+    """保存了 matplotlib 图（SVG，和它旁边的 PNG）的代码单元格。"""
+    return cells_saving(name, set(FIGURE_TYPES))
 
 
 def figures_drawn(page, indices: list[int]) -> list[dict]:
@@ -482,9 +486,7 @@ WITH_FIGURES = [name for name in notebooks() if figure_cells(name)]
 @pytest.mark.parametrize("name", WITH_FIGURES or ["（没有图）"])
 def test_every_figure_is_drawn_on_opening_untrusted(open_lab, name):
     """JupyterLab 不显示未被信任的笔记本里的 SVG：每张图旁边存着的 PNG 打开就显示出来。"""
-    if not WITH_FIGURES:
-        skip_or_fail(f"{FOLDER} 里没有图")
-    lab = open_notebook(open_lab, name, kernel=False)
+    lab = open_notebook(open_lab, name, kernel=False, among=WITH_FIGURES)
     page = lab.page
     indices = figure_cells(name)
     try:  # 图片解码是异步的：等每个图单元格都有加载好的图
@@ -502,10 +504,8 @@ def test_every_figure_is_drawn_on_opening_untrusted(open_lab, name):
     missing = [cell for cell in drawn if cell["images"] == 0]
     assert not missing, f"{len(missing)}/{len(drawn)} 张图打开时没有显示：{missing[:3]}"
     if name.startswith("ch03"):
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        cell = page.locator(".jp-Notebook .jp-Cell").nth(indices[0])
-        cell.scroll_into_view_if_needed()
-        page.screenshot(path=str(SCREENSHOTS / f"figures-{Path(name).stem}-untrusted.png"))
+        page.locator(".jp-Notebook .jp-Cell").nth(indices[0]).scroll_into_view_if_needed()
+        screenshot(page, f"figures-{Path(name).stem}-untrusted.png")
     assert_no_javascript_errors(lab)
 
 
@@ -537,14 +537,13 @@ def bare(line: str) -> str:
 
 
 def has_solutions(name: str) -> bool:
-    cells = json.loads((FOLDER / name).read_text(encoding="utf-8"))["cells"]
-    return any("的解答（点击展开）" in "".join(c["source"]) for c in cells)
+    return any("的解答（点击展开）" in "".join(c["source"]) for c in cells_of(FOLDER / name))
 
 
 def text_outside_folds(name: str) -> str:
     """笔记本文件里 ``<details>`` 以外的全部文字：单元格的源文字与文字输出。"""
     parts = []
-    for cell in json.loads((FOLDER / name).read_text(encoding="utf-8"))["cells"]:
+    for cell in cells_of(FOLDER / name):
         parts.append(re.sub(r"(?s)<details>.*?</details>", "", "".join(cell["source"])))
         for output in cell.get("outputs", []):
             parts.append("".join(output.get("text", "")))
@@ -558,9 +557,7 @@ WITH_SOLUTIONS = [name for name in notebooks() if has_solutions(name)]
 @pytest.mark.parametrize("name", WITH_SOLUTIONS or ["（没有解答）"])
 def test_no_answer_is_visible_before_a_click(open_lab, name):
     """打开时每个解答都折着，它的任何一行都不在看得到的文字里；点开第一个之后它出现。"""
-    if not WITH_SOLUTIONS:
-        skip_or_fail(f"{FOLDER} 里没有解答")
-    lab = open_notebook(open_lab, name, kernel=False)
+    lab = open_notebook(open_lab, name, kernel=False, among=WITH_SOLUTIONS)
     page = lab.page
     answers = folded_answers(page)
     assert answers and not any(a["open"] for a in answers), answers[:2]
@@ -576,10 +573,9 @@ def test_no_answer_is_visible_before_a_click(open_lab, name):
     # 点开第一个：它的文字出现（检查本身看得见答案）
     summary = page.locator(".jp-RenderedMarkdown details > summary", has_text="的解答").first
     summary.scroll_into_view_if_needed()
-    screenshot = name.startswith("ch05")
-    if screenshot:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / f"solution-{Path(name).stem}-folded.png"))
+    shoot = name.startswith("ch05")
+    if shoot:
+        screenshot(page, f"solution-{Path(name).stem}-folded.png")
     summary.click()
     page.wait_for_timeout(300)
     assert folded_answers(page)[0]["open"]
@@ -587,8 +583,8 @@ def test_no_answer_is_visible_before_a_click(open_lab, name):
     # 里写法不同，所以不逐行比较）
     opened = summary.locator("xpath=..").inner_text()
     assert len(bare(opened)) > len(bare(answers[0]["summary"])) + 20, opened
-    if screenshot:
-        page.screenshot(path=str(SCREENSHOTS / f"solution-{Path(name).stem}-open.png"))
+    if shoot:
+        screenshot(page, f"solution-{Path(name).stem}-open.png")
     assert_no_javascript_errors(lab)
 
 
@@ -669,6 +665,5 @@ def test_section_references_land_on_their_heading(open_lab):
             page.wait_for_timeout(800)
             state = heading_in_view(page, anchor)
         assert state["found"] and state["inView"], f"{href}: {state}"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "reference-landed.png"))
+    screenshot(page, "reference-landed.png")
     assert_no_javascript_errors(lab)
