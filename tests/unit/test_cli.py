@@ -9,11 +9,9 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
-from tests.kit import run_cli, tiny_translator
+from tests.kit import run_cli
 from tinyformer.translation import cli
-from tinyformer.translation.checkpoint import save_checkpoint
 from tinyformer.weights import WeightsError
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -69,13 +67,6 @@ def test_every_reason_has_a_chinese_message():
 
 
 # ---------------------------------------------------------------- 退出码：每种错误一个
-@pytest.fixture(scope="module")
-def model_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("cli") / "tiny.safetensors"
-    save_checkpoint(tiny_translator(), path)
-    return path
-
-
 def _raise(error):
     def command(argv):
         raise error
@@ -85,13 +76,9 @@ def _raise(error):
 
 EXIT_CASES = [
     ("ok", cli.translate_main, ["我明天去北京。"], 0),
-    ("out-of-grammar-is-not-an-error", cli.translate_main, ["他昨天没在商店买衣服吗？"], 0),
     ("internal", _raise(RuntimeError("bug")), [], 1),
     ("usage-bad-number", cli.translate_main, ["--beam-size", "0", "我"], 2),
-    ("usage-bad-out", cli.train_main, ["--out", "/dev/full"], 2),
     ("bad-model-missing", cli.translate_main, ["--model", "/nonexistent/m.safetensors", "我"], 3),
-    ("bad-model-pickle", cli.translate_main, ["--model", "{bad}", "我"], 3),
-    ("convert-unsafe", cli.convert_main, ["{bad}", "{tmp}/new.safetensors"], 3),
     ("untranslatable", cli.translate_main, ["我爱你。"], 4),
     ("io-error", _raise(BrokenPipeError(32, "Broken pipe")), [], 5),
     ("ctrl-c", _raise(KeyboardInterrupt()), [], 130),
@@ -99,42 +86,15 @@ EXIT_CASES = [
 ]
 
 
-class Payload:
-    def __reduce__(self):
-        import os
-
-        return (os.system, ("echo pwned",))
-
-
 @pytest.mark.parametrize(
     "command, argv, code", [c[1:] for c in EXIT_CASES], ids=[c[0] for c in EXIT_CASES]
 )
-def test_one_exit_code_per_kind_of_error(tmp_path, capsys, command, argv, code):
-    bad = tmp_path / "bad.pt"
-    torch.save({"payload": Payload()}, bad)
-    argv = [a.replace("{bad}", str(bad)).replace("{tmp}", str(tmp_path)) for a in argv]
+def test_one_exit_code_per_kind_of_error(capsys, command, argv, code):
     status, out, err = run_cli(command, argv, capsys)
     assert status == code and code in cli.EXIT_CODES
-    assert "pwned" not in out
     if code != 0:
         errors = [line for line in err.splitlines() if not line.startswith("提示：")]
         assert len(errors) == 1 and errors[0].startswith("错误：") and "Traceback" not in err, err
-
-
-def test_pickle_messages_name_the_cause_and_the_conversion(tmp_path, capsys):
-    bad = tmp_path / "bad.pt"
-    torch.save({"payload": Payload()}, bad)
-    status, out, err = run_cli(cli.translate_main, ["--model", str(bad), "我"], capsys)
-    assert status == 3 and "pickle" in err and "不安全" in err
-    assert "python -m tinyformer.translation convert 旧.pt 新.safetensors" in err
-    status, out, err = run_cli(
-        cli.convert_main, [str(bad), str(tmp_path / "n.safetensors")], capsys
-    )
-    assert status == 3
-    assert (
-        err == f"错误：权重文件 {str(bad)!r} 不安全：它的 pickle 要调用 posix.system，"
-        "torch.load(weights_only=True) 拒绝了它，里面的代码没有运行\n"
-    )
 
 
 def test_sigterm_in_a_real_process_exits_143():

@@ -34,43 +34,12 @@ def test_the_file_holds_no_pickle_and_one_copy_of_a_tied_weight(saved):
     assert len(data) - header == every_name - model.output.weight.numel() * 4
 
 
-@pytest.mark.parametrize(
-    ("make", "reason", "match"),
-    [
-        (lambda p: p.write_bytes(p.read_bytes()[:-7]), "damaged", "truncated or damaged"),
-        (
-            lambda p: p.write_bytes(b"\xff" * 8 + b"{}"),
-            "damaged",
-            r"(?i)header ?too ?large",
-        ),  # 0.4 的措辞是 HeaderTooLarge
-        (lambda p: p.unlink(), "missing", "no such file"),
-        (lambda p: torch.save({"w": torch.ones(2)}, p), "pickle", "unsafe to load"),
-    ],
-)
-def test_bad_files_name_their_real_cause(saved, make, reason, match):
+def test_a_header_length_too_large_is_damage(saved):
     _, path = saved
-    make(path)
-    with pytest.raises(WeightsError, match=match) as caught:
+    path.write_bytes(b"\xff" * 8 + b"{}")  # safetensors 0.4 的措辞是 HeaderTooLarge
+    with pytest.raises(WeightsError, match=r"(?i)header ?too ?large") as caught:
         load_weights(path, tiny_gpt())
-    assert caught.value.reason == reason
-
-
-def test_a_directory_and_a_foreign_safetensors_file(tmp_path):
-    with pytest.raises(WeightsError, match="is a directory") as caught:
-        read_metadata(tmp_path)
-    assert caught.value.reason == "not_a_file"
-    from safetensors.torch import save_file
-
-    save_file({"w": torch.ones(2)}, tmp_path / "foreign.safetensors")
-    with pytest.raises(WeightsError, match="without tinyformer's metadata"):
-        read_metadata(tmp_path / "foreign.safetensors")
-
-
-def test_shape_mismatch_names_the_tensor(saved):
-    _, path = saved
-    with pytest.raises(WeightsError, match="size mismatch for token_embedding") as caught:
-        load_weights(path, tiny_gpt(vocab_size=51))
-    assert caught.value.reason == "mismatch"
+    assert caught.value.reason == "damaged"
 
 
 def test_a_header_length_that_starts_like_a_pickle_still_loads(tmp_path):
