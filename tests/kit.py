@@ -67,6 +67,14 @@ def needs_torch_bernoulli_stream() -> None:
         pytest.skip("torch draws bernoulli_ from MKL's stream on this machine")
 
 
+class Payload:
+    """pickle 里的恶意载荷：反序列化时调用 ``os.system("echo pwned")``。读检查点绝不能走到这一步；
+    测试用 ``capfd``（文件描述符一级，子进程的输出也在内）确认没有打印 pwned。"""
+
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
 def tiny_transformer_config(**overrides) -> TransformerConfig:
     """极小的编码器–解码器配置：词表 12/12，C=16，4 个头，各 1 层，d_ff=32，max_len=20，无 dropout。"""
     kwargs = dict(

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.kit import needs_torch_bernoulli_stream
+from tests.kit import needs_torch_bernoulli_stream, padded_ids
 from tinyformer import (
     MultiHeadAttention,
     attention_with_weights,
@@ -21,16 +21,9 @@ D = C // H
 PAD = 0
 
 
-def _ids(length, pad_tail):
-    """两句话的编号，第二句末尾 pad_tail 个填充。"""
-    ids = torch.arange(1, B * length + 1).reshape(B, length)
-    ids[1, length - pad_tail :] = PAD
-    return ids
-
-
 def _padding(length, pad_tail):
-    """_ids 的填充掩码摆成注意力掩码的形状 (B, 1, 1, S)，True = 遮住。"""
-    return padding_mask(_ids(length, pad_tail), PAD)[:, None, None, :]
+    """第二句末尾 pad_tail 个填充的掩码摆成注意力掩码的形状 (B, 1, 1, S)，True = 遮住。"""
+    return padding_mask(padded_ids((length, length - pad_tail)), PAD)[:, None, None, :]
 
 
 def _mha_pair(bias=True):
@@ -118,7 +111,7 @@ def test_a_sentence_of_padding_only_is_an_error():
     """键全是填充的一句话没有可看的东西：torch 给出 NaN，我们说出原因（多半是掩码写反了）。"""
     mha = MultiHeadAttention(C, H)
     x = torch.randn(B, T, C)
-    ids = _ids(T, 0)
+    ids = padded_ids((T, T))
     ids[1] = PAD
     with pytest.raises(
         ValueError,
@@ -149,7 +142,7 @@ def test_mha_self_attention_matches_torch(mask_name, bias):
     ours, theirs = _mha_pair(bias)
     torch.manual_seed(1)
     x = torch.randn(B, T, C)
-    ids = _ids(T, 2)
+    ids = padded_ids((T, T - 2))
     # 同名、同义的两个参数（True = 遮住），原样传给两边
     attn_mask, key_padding_mask = {
         "none": (None, None),
@@ -175,7 +168,7 @@ def test_mha_cross_attention_with_padding_matches_torch():
     ours, theirs = _mha_pair()
     torch.manual_seed(1)
     query, memory = torch.randn(B, T, C), torch.randn(B, S, C)
-    src = _ids(S, 3)
+    src = padded_ids((S, S - 3))
     out, weights = ours(query, memory, memory, key_padding_mask=src == PAD)
     expected, expected_weights = theirs(query, memory, memory, key_padding_mask=src == PAD)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
@@ -187,7 +180,7 @@ def test_mha_compared_with_torch_on_rows_that_are_not_fully_masked():
     ours, theirs = _mha_pair()
     torch.manual_seed(1)
     x = torch.randn(B, T, C)
-    ids = _ids(T, 0)
+    ids = padded_ids((T, T))
     ids[1, 0] = PAD  # 第二句第 0 行只能看见位置 0，而它是填充：整行被遮住
     mask = padding_mask(ids, PAD)[:, None, None, :] | causal_mask(T)  # (B, 1, T, T)
     out, _ = ours(x, x, x, attn_mask=causal_mask(T), key_padding_mask=ids == PAD)

@@ -26,7 +26,7 @@ from safetensors.torch import load_file, save_file
 
 from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB
 from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB
-from tests.kit import run_cli, tiny_gpt, tiny_transformer_config, tiny_translator
+from tests.kit import Payload, run_cli, tiny_gpt, tiny_transformer_config, tiny_translator
 from tests.kit import tiny_transformer as tiny_model
 from tinyformer import (
     GPT,
@@ -580,11 +580,6 @@ def good_file(tmp_path_factory):
     return path
 
 
-class Payload:
-    def __reduce__(self):  # 反序列化时会调用 os.system：读检查点绝不能走到这一步
-        return (os.system, ("echo pwned",))
-
-
 def _bytes(data):
     return lambda good, path: path.write_bytes(data)
 
@@ -697,7 +692,7 @@ CHECKPOINTS = [
 @pytest.mark.parametrize(
     "make, reason, message", [row[1:] for row in CHECKPOINTS], ids=[row[0] for row in CHECKPOINTS]
 )
-def test_bad_checkpoint_names_its_real_cause(tmp_path, good_file, make, reason, message, capsys):
+def test_bad_checkpoint_names_its_real_cause(tmp_path, good_file, make, reason, message, capfd):
     path = tmp_path / "bad.safetensors"
     make(good_file, path)
     with pytest.raises(WeightsError) as info:
@@ -705,7 +700,7 @@ def test_bad_checkpoint_names_its_real_cause(tmp_path, good_file, make, reason, 
     text = str(info.value)
     assert text.startswith(f"{str(path)!r}: ") and "\n" not in text and len(text) < 900, text
     assert info.value.reason == reason and re.search(message, text), text
-    assert "pwned" not in capsys.readouterr().out  # pickle 里的 os.system 没有运行
+    assert "pwned" not in capfd.readouterr().out  # pickle 里的 os.system 没有运行
 
 
 def test_numpy_metrics_are_saved_as_plain_numbers(tmp_path):

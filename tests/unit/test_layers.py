@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from tests.kit import padded_ids
 from tinyformer import DecoderLayer, EncoderLayer, causal_mask, copy_from_torch
 
 B, T, S, C, H, D_FF = 2, 5, 7, 16, 4, 32
@@ -12,12 +13,6 @@ TORCH_ACTIVATIONS = {
     "gelu": "gelu",
     "gelu_tanh": torch.nn.GELU(approximate="tanh"),
 }
-
-
-def _ids(length, pad_tail):
-    ids = torch.arange(1, B * length + 1).reshape(B, length)
-    ids[1, length - pad_tail :] = PAD
-    return ids
 
 
 def _pair(ours_class, torch_class, norm_first, activation="relu"):
@@ -42,7 +37,7 @@ def test_encoder_layer_matches_torch(norm_first, activation):
     ours, theirs = _pair(EncoderLayer, torch.nn.TransformerEncoderLayer, norm_first, activation)
     torch.manual_seed(1)
     x = torch.randn(B, S, C)
-    src = _ids(S, 3)
+    src = padded_ids((S, S - 3))
     out = ours(x, src_key_padding_mask=src == PAD)
     expected = theirs(x, src_key_padding_mask=src == PAD)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
@@ -56,7 +51,7 @@ def test_decoder_layer_matches_torch(norm_first, activation):
     ours, theirs = _pair(DecoderLayer, torch.nn.TransformerDecoderLayer, norm_first, activation)
     torch.manual_seed(1)
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
-    tgt, src = _ids(T, 2), _ids(S, 3)
+    tgt, src = padded_ids((T, T - 2)), padded_ids((S, S - 3))
     out = ours(
         x,
         memory,
@@ -91,7 +86,7 @@ def test_need_weights_keeps_attention_weights_and_same_output():
     torch.manual_seed(0)
     layer = DecoderLayer(C, H, D_FF).eval()
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
-    src = _ids(S, 3)
+    src = padded_ids((S, S - 3))
     fast = layer(x, memory, tgt_mask=causal_mask(T), memory_key_padding_mask=src == PAD)
     assert layer.self_attn_weights is None and layer.cross_attn_weights is None
     layer.need_weights = True

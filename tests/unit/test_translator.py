@@ -9,7 +9,7 @@ import torch
 
 from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB
 from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB
-from tests.kit import tiny_translator
+from tests.kit import Payload, tiny_translator
 from tinyformer.translation import cli
 from tinyformer.translation.checkpoint import convert_checkpoint, load_checkpoint, save_checkpoint
 from tinyformer.translation.corpus import Pair
@@ -40,20 +40,13 @@ def test_checkpoint_round_trip_gives_identical_translations(tmp_path):
     assert loaded.model.output.weight is loaded.model.tgt_embed.embedding.weight
 
 
-class Payload:
-    def __reduce__(self):  # 反序列化时会被调用：weights_only=True 必须拒绝它
-        import os
-
-        return (os.system, ("echo pwned",))
-
-
-def test_convert_refuses_an_unsafe_pickle(tmp_path, capsys):
+def test_convert_refuses_an_unsafe_pickle(tmp_path, capfd):
     path = tmp_path / "evil.pt"
     torch.save({"format": "tinyformer-translator-1", "payload": Payload()}, path)
     with pytest.raises(WeightsError, match=r"unsafe: its pickle asks to call posix.system") as info:
         convert_checkpoint(path, tmp_path / "new.safetensors")
     assert info.value.reason == "pickle" and not (tmp_path / "new.safetensors").exists()
-    assert "pwned" not in capsys.readouterr().out
+    assert "pwned" not in capfd.readouterr().out
 
 
 def test_convert_keeps_every_number_of_an_old_checkpoint(tmp_path):
