@@ -87,7 +87,7 @@ def setup() -> None:
 
 
 def book() -> None:
-    # 固定版本的网页脚本（控件管理器、vega、onnxruntime-web），放进 _vendor/
+    # 固定版本的网页脚本（控件管理器、vega），放进 _vendor/
     timed("网页脚本", PY, "-m", "tools.web_assets")
     strict = ("-W", "-n", "--keep-going")  # 警告即错误
     timed("构建", BIN / "jupyter-book", "build", ".", "--builder", "html", *strict)

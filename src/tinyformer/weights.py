@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load, load_model, save
 from torch import nn
@@ -53,8 +54,12 @@ class WeightsError(ValueError):
         self.path, self.reason, self.message = os.fspath(path), reason, message
 
 
-def save_weights(path: str | os.PathLike, model: nn.Module, metadata: dict) -> None:
+def save_weights(
+    path: str | os.PathLike, model: nn.Module, metadata: dict, dtype: torch.dtype | None = None
+) -> None:
     """把 ``model`` 的参数和缓冲区连同 ``metadata``（能写成 JSON 的 dict）原子地写进 ``path``。
+
+    ``dtype`` 给出时，浮点张量换成它再存（网页用的 ``torch.float16``：文件小一半）。
 
     例子::
 
@@ -72,6 +77,8 @@ def save_weights(path: str | os.PathLike, model: nn.Module, metadata: dict) -> N
         if storage in seen:  # 共享的权重（如输出层 = 词嵌入）只存第一个名字
             continue
         seen.add(storage)
+        if dtype is not None and tensor.is_floating_point():
+            tensor = tensor.to(dtype)
         tensors[name] = tensor.detach().cpu().contiguous()
     header = {METADATA_KEY: json.dumps(metadata, ensure_ascii=False)}
     body = save(tensors, metadata=header)

@@ -1,8 +1,8 @@
-r"""把训练好的翻译器导出成 ONNX，让网页在读者的浏览器里翻译（“完整模型”一章讲解）。
+r"""把训练好的翻译器交给别的程序运行（“完整模型”一章讲解）：导出成 ONNX，以及网页用的半精度权重。
 
 浏览器里没有 Python，也没有 PyTorch。ONNX 是一种与框架无关的计算图格式：``torch.onnx.export``
-把模型的前向计算记成一张图，浏览器里的 ``onnxruntime-web``（WebAssembly）读它、算它。
-导出两张图和一份 JSON：
+把模型的前向计算记成一张图，任何 ONNX 运行时（Python 里的 ``onnxruntime``）都能执行它。
+:func:`export_translator` 导出两张图和一份 JSON：
 
 - ``encoder.onnx``：源句编号 src (B, S) → memory (B, S, C)。每句只算一次。
 - ``decoder.onnx``：(已生成的前缀 tgt (B, T), memory (B, S, C), src (B, S)) →
@@ -18,6 +18,9 @@ r"""把训练好的翻译器导出成 ONNX，让网页在读者的浏览器里�
 导出需要 ``onnx``（``torch.onnx.export`` 在内部导入它），在 Python 里核对需要 ``onnxruntime``（都在
 ``requirements.txt`` 里）；本模块不导入它们，``import tinyformer.translation.export`` 不需要它们。
 
+本书的网页不用 ONNX（onnxruntime-web 的运行时比模型还大）：:func:`export_for_page` 把权重存成半精度的
+safetensors，网页用自己的 JavaScript 前向（``_static_ch08/live_translator/transformer.js``）计算。
+
 解码循环不在这里：网页上的贪心解码与束搜索只有一份（``_static_ch08/live_translator/live_translator.js``
 的 ``greedyDecode``、``beamSearch``），浏览器测试核对它们的译文与 :func:`~tinyformer.greedy_decode`、
 :func:`~tinyformer.decoding.beam_search` 相同；本模块的单元测试在 PyTorch 贪心解码的每个前缀上核对
@@ -26,6 +29,7 @@ r"""把训练好的翻译器导出成 ONNX，让网页在读者的浏览器里�
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -38,12 +42,14 @@ from ..layers import recording_weights
 from ..model import Transformer
 from ..onnx_export import export_onnx as _export  # 与写诗模型同一个导出调用（模型核心里）
 from ..text import ATTACH_LEFT, SENTENCE_END, capitalization
+from ..weights import save_weights
 from .translator import Translator
 
-__all__ = ["EncoderGraph", "DecoderStepGraph", "export_translator"]
+__all__ = ["EncoderGraph", "DecoderStepGraph", "export_for_page", "export_translator"]
 
 FORMAT = "tinyformer-onnx-translator-1"
 FILES = ("encoder.onnx", "decoder.onnx", "translator.json")
+PAGE_FORMAT = "tinyformer-page-transformer-1"
 
 
 class EncoderGraph(nn.Module):
@@ -145,7 +151,6 @@ def export_translator(
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     model = translator.model.eval()
-    src_vocab, tgt_vocab = translator.src_vocab, translator.tgt_vocab
 
     # 示例输入只决定图的结构；B、S、T 标成可变长，浏览器里可以送任意长度的句子
     src, tgt = example_inputs(translator, S=5, T=2)  # (1, S), (1, T)
@@ -167,6 +172,14 @@ def export_translator(
         {"logits": ("B",), "cross_attention": ("B", "T", "S")},
         opset_version,
     )
+    with atomic_write(paths["translator.json"]) as file:
+        file.write(settings_json(translator))
+    return paths
+
+
+def settings_json(translator: Translator) -> bytes:
+    """``translator.json`` 的内容：网页翻译要的词表、特殊词元、长度上限与拼句规则（UTF-8 字节）。"""
+    model, src_vocab, tgt_vocab = translator.model, translator.src_vocab, translator.tgt_vocab
     settings = {
         "format": FORMAT,
         "src_itos": list(src_vocab.itos),
@@ -182,6 +195,33 @@ def export_translator(
         "sentence_end": sorted(SENTENCE_END),
     }
     text = json.dumps(settings, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    return text.encode("utf-8")
+
+
+PAGE_FILES = ("translator.safetensors", "translator.json")
+
+
+@torch.no_grad()
+def export_for_page(translator: Translator, directory: str | Path) -> dict[str, Path]:
+    """网页用的模型：``translator.safetensors``（权重存成 float16）与 ``translator.json``，返回 ``{文件名: 路径}``。
+
+    网页翻译器与各章的检查器都读这一份，在浏览器里用本书自己的 JavaScript 前向
+    （``_static_ch08/live_translator/transformer.js``）计算。模型的配置（``TransformerConfig`` 的各项）
+    写在 safetensors 头的元数据里（:func:`~tinyformer.weights.save_weights`），网页只读这一个文件就能建模型。
+    半精度让文件小一半；网页的译文与把权重舍入到 float16 的包（``p.data = p.data.half().float()``）
+    逐词相同（tests/book/test_page_forward.py 核对）。每个文件原子地写。
+    """
+    check_instance("translator", translator, Translator)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {name: directory / name for name in PAGE_FILES}
+    config = dataclasses.asdict(translator.model.config)
+    save_weights(
+        paths["translator.safetensors"],
+        translator.model,
+        {"format": PAGE_FORMAT, "config": config},
+        dtype=torch.float16,
+    )
     with atomic_write(paths["translator.json"]) as file:
-        file.write(text.encode("utf-8"))
+        file.write(settings_json(translator))
     return paths
