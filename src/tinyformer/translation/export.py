@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 
 import torch
@@ -40,7 +41,6 @@ from .._checks import check_instance, check_positive_int
 from ..atomic import atomic_write
 from ..layers import recording_weights
 from ..model import Transformer
-from ..onnx_export import export_onnx as _export  # 与写诗模型同一个导出调用（模型核心里）
 from ..text import ATTACH_LEFT, SENTENCE_END, capitalization
 from ..weights import save_weights
 from .translator import Translator
@@ -116,6 +116,46 @@ class DecoderStepGraph(nn.Module):
             logits = self.model.decode(tgt, memory, memory_key_padding_mask=is_pad)  # (B, T, V)
         weights = last.cross_attn_weights  # (B, H, T, S)
         return logits[:, -1], weights.mean(dim=1)  # (B, V), (B, H, T, S) -> (B, T, S)
+
+
+def _export(
+    module: nn.Module,
+    args: tuple,
+    path: Path,
+    inputs: dict,
+    outputs: dict,
+    opset_version: int,
+) -> None:
+    """``torch.onnx.export`` 一个模块；``inputs``/``outputs`` 是 名字 → 可变长的维（B、S、T）。
+
+    用 TorchScript 追踪的导出器（``dynamo=False``）：它用示例输入把前向 *跑一遍*，记下执行到的
+    张量运算。本包的参数检查（如 ``check_indices`` 的 ``if outside.any():``）和注意力里
+    "有没有整行被遮住"的分支都依赖张量的值：追踪器把它们当作示例输入下的常量（并为每处发出
+    ``TracerWarning``），这对任何合法的输入都成立——编号都在词表内，每个查询至少能看到一个词元。
+    PyTorch 2.9 起默认的 ``torch.export`` 导出器（``dynamo=True``）要求图不依赖张量的值，
+    遇到这些检查直接报错，所以这里明确选用追踪导出器，并关掉这两类已知的警告。
+
+    文件原子地写（:func:`~tinyformer.atomic.atomic_write`）：导出到一半被打断，``path`` 上原来的
+    文件原封不动。
+    """
+    axes = {**inputs, **outputs}
+    with warnings.catch_warnings(), atomic_write(path) as file:
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)  # "legacy TorchScript-based export"
+        torch.onnx.export(
+            module,
+            args,
+            file,
+            input_names=list(inputs),
+            output_names=list(outputs),
+            # None 的维是固定的（如头数），其余的维有名字，是可变长的
+            dynamic_axes={
+                name: {i: dim for i, dim in enumerate(dims) if dim is not None}
+                for name, dims in axes.items()
+            },
+            opset_version=opset_version,
+            dynamo=False,
+        )
 
 
 def example_inputs(translator: Translator, S: int, T: int) -> tuple[Tensor, Tensor]:
