@@ -86,7 +86,19 @@ def save_weights(
     # 数据区的 SHA-256：safetensors 不查数据本身，一个翻转的字节会悄悄变成另一个权重
     data = save(tensors, metadata={**header, DIGEST_KEY: hashlib.sha256(body).hexdigest()})
     with atomic_write(path) as file:
-        file.write(data)
+        file.write(_sorted_header(data))
+
+
+def _sorted_header(data: bytes) -> bytes:
+    """同一个头按键排好重写：safetensors 写 ``__metadata__`` 的各键时顺序不定，排好之后同样的权重写出同样的字节。
+
+    头的长度补空格到 8 的倍数（与 safetensors 自己的写法相同，数据区按 8 字节对齐）。
+    """
+    n = int.from_bytes(data[:8], "little")
+    header = json.dumps(json.loads(data[8 : 8 + n]), separators=(",", ":"), sort_keys=True)
+    text = header.encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data[8 + n :]
 
 
 def read_metadata(path: str | os.PathLike) -> dict:

@@ -191,6 +191,14 @@ def test_model_and_scripts_fit_the_budget_and_load_only_on_chapter_8(site):
     assert referencing == ["chapters/ch08_translation.html"]
 
 
+def test_the_stated_download_size_is_the_sites(site):
+    """页面在加载之前写着要下载多少：就是网站里模型文件（权重、词表、语法）的大小。"""
+    html = (site / "chapters" / "ch08_translation.html").read_text(encoding="utf-8")
+    stated = float(re.search(r"下载模型（约 ([\d.]+) MB", html).group(1))
+    model = sum(p.stat().st_size for p in (site / "_static" / "translator_model").iterdir())
+    assert stated == round(model / 1e6, 1)
+
+
 def test_the_sites_model_is_a_fresh_export_of_the_shipped_weights(site, translator, tmp_path):
     from tinyformer.translation.export import PAGE_FILES, export_for_page
 
