@@ -55,7 +55,7 @@
       const promise = fetch(url).then(async (response) => {
         if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
         const { metadata, tensors } = readSafetensors(await response.arrayBuffer());
-        return { config: metadata.config, tensors, bytes: Number(response.headers.get("content-length")) || 0 };
+        return { config: metadata.config, tensors };
       });
       promise.catch(() => loading.delete(url)); // 失败了下次再试
       loading.set(url, promise);
