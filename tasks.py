@@ -91,7 +91,7 @@ def setup() -> None:
 
 
 def book() -> None:
-    # 固定版本的网页脚本（控件管理器、vega、onnxruntime-web），放进 _vendor/
+    # 固定版本的网页脚本（控件管理器、vega），放进 _vendor/
     run(PY, "-m", "tools.web_assets", label="网页脚本")
     strict = ("-W", "-n", "--keep-going")  # 警告即错误
     run(BIN / "jupyter-book", "build", ".", "--builder", "html", *strict, label="构建")

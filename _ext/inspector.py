@@ -1,10 +1,9 @@
 """各章网页上的“用训练好的模型看看”（Sphinx 扩展，_config.yml 里以 local_extensions 加载）。
 
-1. 构建开始时（builder-inited）从随包发布的检查点导出看得见中间结果的两张 ONNX 图
-   （``tinyformer.translation.inspect_export.export_inspector``）到 ``_build/inspector/inspector_model/``，
-   再把它和浏览器端脚本 ``_static_inspector/inspector/inspector.js`` 加进 ``html_static_path``：
-   网站里是 ``_static/inspector_model/`` 与 ``_static/inspector/inspector.js``。与网页翻译器一样，
-   检查点、包的源代码和 torch 版本都没变时跳过导出（``.stamp``）。所有页面共用这一份导出，浏览器缓存它。
+1. 模型是网页翻译器的那一份（``_ext/live_translator.py`` 写的 ``_static/translator_model/``：半精度的权重），
+   前向是它旁边的 ``_static/live_translator/transformer.js``，它按名字记下每一个中间结果。这里只把浏览器端
+   脚本 ``_static_inspector/inspector/inspector.js`` 加进 ``html_static_path``（网站里是
+   ``_static/inspector/inspector.js``）。所有页面、翻译器和检查器共用一份模型，浏览器缓存它。
 2. 指令 ``inspector``：章节里写一个 markdown 单元格::
 
        ```{inspector} attention
@@ -14,7 +13,7 @@
        ```
 
    参数是视图的名字（:data:`VIEWS`）。网页上它是一个折叠的 ``<details>``（“用训练好的模型看看”），
-   读者打开它（或它滚进视野）时 ``inspector.js`` 才加载 WebAssembly 运行时、分词脚本和模型——
+   读者打开它时 ``inspector.js`` 才加载分词与前向的脚本和模型（下载多少写在状态行里）——
    页面打开时只多一个约 20 KB 的脚本。笔记本版（tools/edition.py）可以把整个指令换成一行指向网站的链接。
 
 页面级的 JavaScript 接口 ``window.tinyformerInspect(sentence)``、``window.tinyformerBeam(sentence, options)``
@@ -26,9 +25,6 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import directives
-
-# 与网页翻译器同一条规则：检查点、包的源代码、torch 版本都没变时跳过导出（_ext/ 在 sys.path 上）
-from live_translator import STEP, export_when_stale
 from sphinx.util.docutils import SphinxDirective
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,18 +33,17 @@ VIEWS = ("embedding", "positional", "attention", "norm_ffn", "stack", "decoding"
 DEFAULT_SENTENCE = "她明天在家写作业吗？"
 
 
-def export_model(app) -> None:
-    import tinyformer.translation.inspect_export
-    from tinyformer.translation.pretrained import load_translator
+def add_scripts(app) -> None:
+    app.config.html_static_path.append(str(SCRIPTS))
 
-    out = Path(app.outdir).parent / "inspector"  # _build/inspector
-    export_when_stale(
-        out,
-        lambda: tinyformer.translation.inspect_export.export_inspector(
-            load_translator(STEP), out / "inspector_model"
-        ),
+
+def model_megabytes(app) -> str:
+    """读者打开检查器时下载的模型（权重与词表）有多少 MB：_ext/live_translator.py 在构建开始时写好了它们。"""
+    model = Path(app.outdir).parent / "live_translator" / "translator_model"
+    size = sum(
+        (model / name).stat().st_size for name in ("translator.safetensors", "translator.json")
     )
-    app.config.html_static_path.extend([str(out), str(SCRIPTS)])
+    return f"{size / 1e6:.1f}"
 
 
 class InspectorDirective(SphinxDirective):
@@ -68,9 +63,7 @@ class InspectorDirective(SphinxDirective):
             "class": "tf-inspector",
             "data-view": view,
             "data-sentence": sentence,
-            "data-runtime": static + "onnxruntime-web/",
-            "data-model": static + "inspector_model/",
-            "data-translator": static + "translator_model/",
+            "data-model": static + "translator_model/",
             "data-text": static + "live_translator/live_translator.js",
         }
         opening = "".join(f' {k}="{html.escape(v)}"' for k, v in attributes.items())
@@ -80,7 +73,8 @@ class InspectorDirective(SphinxDirective):
             '<div class="tfi-controls"><label>中文句子'
             f'<input type="text" class="tfi-sentence" value="{html.escape(sentence)}"></label>'
             '<button type="button" class="tfi-run">看看</button></div>'
-            '<div class="tfi-status" role="status">打开时加载模型（约 3 MB）与 WebAssembly 运行时（约 3.6 MB）。</div>'
+            f'<div class="tfi-status" role="status">打开时下载模型（{model_megabytes(self.env.app)} MB，'
+            "各章共用，只下载一次）。</div>"
             '<div class="tfi-view" aria-live="polite"></div></div></details>'
             f'<script src="{static}inspector/inspector.js"></script>'
         )
@@ -94,6 +88,6 @@ class InspectorDirective(SphinxDirective):
 
 
 def setup(app):
-    app.connect("builder-inited", export_model)
+    app.connect("builder-inited", add_scripts)
     app.add_directive("inspector", InspectorDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

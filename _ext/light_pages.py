@@ -77,17 +77,10 @@ def prune_unrequested(static: Path) -> int:
 
 # 网站里不算作“网页”的下载：全书 PDF
 DOWNLOADS = {"tinyformer.pdf"}
-# 第 8 章网页翻译器的模型与 WebAssembly 运行时（只有那一页、点了“翻译”才加载；另有 8 MiB 的上限，
-# 见 tests/book/test_live_translator.py），各章检查器（_ext/inspector.py）的模型与脚本（读者打开时才加载），
-# 以及第 9 章写诗器（_ext/poem_writer.py）的模型与脚本（读者按下“写诗”才加载模型）
-TRANSLATOR_DIRS = (
-    "onnxruntime-web",
-    "translator_model",
-    "live_translator",
-    "inspector_model",
-    "poem_model",
-    "poem_writer",
-)
+# 第 8 章网页翻译器的模型与脚本（只有那一页、滚进视野才加载；另有上限，见 tests/book/test_live_translator.py，
+# 各章的检查器读同一份模型，读者打开时才加载），以及第 9 章写诗器（_ext/poem_writer.py）的模型与
+# 脚本（读者按下“写诗”才加载模型）
+TRANSLATOR_DIRS = ("translator_model", "live_translator", "poem_model", "poem_writer")
 REPORT_PAGE = "chapters/appendix_stats.html"
 
 
@@ -150,7 +143,7 @@ def weight_report(site: Path) -> str:
     name = title.get_text().split(" — ")[0].strip() if title else heaviest
     total, translator = site_weight(site)
     return (
-        f"整个网站 {total / 1e6:.1f} MB（不算全书 PDF），其中第 8 章网页翻译器的模型与运行时 "
+        f"整个网站 {total / 1e6:.1f} MB（不算全书 PDF），其中网页上运行的模型与脚本（第 8 章的翻译器与检查器、第 9 章的写诗器） "
         f"{translator / 1e6:.1f} MB；最重的一页是“{name}”，连同它加载的文件 {weights[heaviest] / 1e6:.1f} MB"
     )
 

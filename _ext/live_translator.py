@@ -1,15 +1,15 @@
 """第 8 章网页上的翻译器（Sphinx 扩展，_config.yml 里以 local_extensions 加载）。
 
-构建开始时（builder-inited）从随包发布的检查点 ``tinyformer.translation.pretrained.checkpoint_path(600)``
-导出 ONNX（``tinyformer.translation.export.export_translator``）到 ``_build/live_translator/translator_model/``，
-再把它和仓库里的浏览器端脚本 ``_static_ch08/`` 加进 ``html_static_path``：网站里是
-``_static/translator_model/``（encoder.onnx、decoder.onnx、translator.json）和
-``_static/live_translator/live_translator.js``。onnxruntime-web 由 tools/web_assets.py 取到
-``_vendor/onnxruntime-web/``（已在 html_static_path 里）。
+构建开始时（builder-inited）把随包发布的检查点 ``tinyformer.translation.pretrained.checkpoint_path(600)``
+写成网页用的半精度权重（``tinyformer.translation.export.export_for_page``）到
+``_build/live_translator/translator_model/``，再把它和仓库里的浏览器端脚本 ``_static_ch08/`` 加进
+``html_static_path``：网站里是 ``_static/translator_model/``（translator.safetensors、translator.json、
+grammar.json）和 ``_static/live_translator/``（live_translator.js，前向 transformer.js）。各章的检查器
+（``_ext/inspector.py``）读同一份权重。
 
-为什么构建时导出、而不是把 .onnx 提交进仓库：权重已经随包发布一份（.safetensors），再提交一份导出的
-二进制文件，两者就可能不一致；构建时导出保证网站上的模型就是包里的那个。导出是确定的（同一个
-检查点、同一版本的 torch 逐字节相同），约 2 秒；检查点、包的源代码和 torch 版本都没变时跳过。
+为什么构建时写、而不是把半精度的文件提交进仓库：权重已经随包发布一份，再提交一份转换过的
+二进制文件，两者就可能不一致；构建时写保证网站上的模型就是包里的那个。写出的字节是确定的，
+不到 1 秒；检查点、包的源代码和 torch 版本都没变时跳过。
 
 只有第 8 章的页面用 ``{raw} html`` 引用这些文件，别的页面不加载它们（不像根目录 _static/ 里的脚本）。
 """
@@ -28,7 +28,7 @@ def export_when_stale(out: Path, export, weights: Path | None = None) -> None:
 
     导出的图由整个包的代码决定（注意力、各层、模型），不只是导出它的那个模块，所以散列包括
     ``src/tinyformer/`` 的全部源文件。散列记在 ``out/.stamp``（以点开头：Sphinx 不会把它复制进网站）。
-    网页翻译器、各章的检查器（``_ext/inspector.py``）与第 9 章的写诗器（``_ext/poem_writer.py``）都用它。
+    网页翻译器与第 9 章的写诗器（``_ext/poem_writer.py``）都用它。
     """
     import torch
 
@@ -55,7 +55,7 @@ def export_model(app) -> None:
 
     def export() -> None:
         translator = load_translator(STEP)
-        tinyformer.translation.export.export_translator(translator, model_dir)
+        tinyformer.translation.export.export_for_page(translator, model_dir)
         write_grammar(translator, model_dir / "grammar.json")
 
     export_when_stale(out, export)

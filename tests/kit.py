@@ -147,3 +147,11 @@ def tiny_poet(seed: int = 0, max_len: int = 40):
 
     vocab = Vocab.build(TINY_POEMS, min_count=1)
     return tiny_gpt(seed, vocab_size=len(vocab), max_len=max_len), vocab
+
+
+@torch.no_grad()
+def rounded_to_half(model: torch.nn.Module) -> torch.nn.Module:
+    """把 ``model`` 的每个参数就地舍入到 float16 再换回 float32：网页（半精度的权重）算的就是这个模型。"""
+    for p in model.parameters():
+        p.data = p.data.half().float()
+    return model

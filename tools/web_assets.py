@@ -8,16 +8,12 @@
 - 控件的 HTML 管理器：html-manager 1.0.15 的 embed.js（1.9 MB），而不是 myst-nb 默认的 1.0.6 embed-amd.js
   （4.4 MB）：embed-amd.js 为了兼容 ipywidgets 7 另外打包了 7.x 的 base 与 controls，还要 require.js；本书保存的
   控件状态是 ipywidgets 8.1.9 的，embed.js 自带 8.x 的 base、controls、output，不需要 require.js。
-- 第 8 章的网页翻译器：onnxruntime-web，只取 WebAssembly 后端。ort.wasm.min.js 是普通脚本（定义全局 ort），
-  运行时再 import() 同目录的 Emscripten 胶水 ort-wasm-simd-threaded.mjs，它实例化 .wasm。这个 .wasm 有 14 MB，
-  gzip 后约 3.7 MB：这里存成 .wasm.gz，浏览器用 DecompressionStream 解开（不依赖服务器替我们压缩）。
 - 各章探索器的图（tinyformer.book.explorers → _ext/vega_charts.py）：vega、vega-lite、vega-embed，
   版本与 requirements.txt 里的 altair 一致（tests/book/test_site_offline.py 核对）。
 
     python -m tools.web_assets        tasks.py book 在构建前会运行它
 """
 
-import gzip
 import json
 import shutil
 import subprocess
@@ -36,16 +32,6 @@ PACKAGES = {
         "html-manager",
         ["dist/embed.js", "dist/embed.js.LICENSE.txt", "dist/*.woff2", "dist/*.woff"],
     ),
-}
-ONNXRUNTIME_WEB = "onnxruntime-web"
-ONNXRUNTIME_WASM = "ort-wasm-simd-threaded.wasm"
-# 这些文件只有第 8 章的页面引用（tests/book/test_live_translator.py 检查）；包里没有单独的 LICENSE 文件，
-# ort.wasm.min.js 的文件头写明 MIT 许可
-TRANSLATOR_PACKAGES = {
-    ONNXRUNTIME_WEB: (
-        "onnxruntime-web",
-        ["dist/ort.wasm.min.js", "dist/ort-wasm-simd-threaded.mjs", f"dist/{ONNXRUNTIME_WASM}"],
-    )
 }
 # 只取 UMD 构建（页面上用 <script> 加载）和许可证；每个包一个目录，许可证文件名才不冲突
 VEGA_PACKAGES = {
@@ -91,21 +77,12 @@ def copy(name: str, folder: str, patterns: list[str]) -> None:
             shutil.copyfile(file, target / file.name)
 
 
-def compress_onnxruntime_wasm() -> None:
-    """把复制来的 .wasm 换成 .wasm.gz（gzip 头里不写时间和文件名，所以每次逐字节相同）。"""
-    wasm = VENDOR / TRANSLATOR_PACKAGES[ONNXRUNTIME_WEB][0] / ONNXRUNTIME_WASM
-    wasm.with_name(f"{ONNXRUNTIME_WASM}.gz").write_bytes(
-        gzip.compress(wasm.read_bytes(), compresslevel=9, mtime=0)
-    )
-    wasm.unlink()
-
-
 def main() -> None:
     npm_ci()
-    for packages in (PACKAGES, TRANSLATOR_PACKAGES, VEGA_PACKAGES):
+    shutil.rmtree(VENDOR, ignore_errors=True)  # 不再需要的包（以前的版本留下的目录）不进网站
+    for packages in (PACKAGES, VEGA_PACKAGES):
         for name, (folder, patterns) in packages.items():
             copy(name, folder, patterns)
-    compress_onnxruntime_wasm()
 
 
 if __name__ == "__main__":

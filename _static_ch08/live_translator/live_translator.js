@@ -1,21 +1,21 @@
 /*
- * 第 8 章：在读者的浏览器里翻译（onnxruntime-web，WebAssembly）。
+ * 第 8 章：在读者的浏览器里翻译（本书自己的 JavaScript 前向，旁边的 transformer.js）。
  *
- * 页面上的 <div class="live-translator" data-runtime="…" data-model="…"> 里放一个文本框；
- * 本脚本读入 tinyformer.translation.export.export_translator 导出的 encoder.onnx、decoder.onnx 和 translator.json，
- * 与 Python 包做同样的事：
+ * 页面上的 <div class="live-translator" data-model="…"> 里放一个文本框；本脚本读入
+ * tinyformer.translation.export.export_for_page 写的 translator.safetensors（半精度的权重，各章的检查器也读这一份）
+ * 和 translator.json，与 Python 包做同样的事：
  *   1. 分词：jieba 不能在浏览器里运行。语料里的句子只由源词表里的词组成，用词表做正向最大匹配
  *      （每次从当前位置取词表里最长的词）；tests/test_live_translator.py 用 node 运行本文件的 segment，
  *      核对它在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（tinyformer.translation.corpus.corpus_tokenizer）逐句相同。
  *      词表里没有的字连成一段，当作一个不认识的词，报错的措辞与命令行 python -m tinyformer.translation translate 相同。
- *   2. 贪心解码：编码一次，然后每步把整段前缀送进 decoder.onnx，取最后一个位置 logits 的最大者，
+ *   2. 贪心解码：编码一次，然后每步把整段前缀送进解码器（transformer.js 的 decode），取最后一个位置 logits 的最大者，
  *      直到 <eos> 或 max_len 个词元（与 tinyformer.greedy_decode 相同）。解码循环 greedyDecode、beamSearch
  *      与模型无关（每步调用调用者给的 step(prefixes)），本页、各章的检查器（inspector.js）和别的页面共用这一份；
  *      采样 sampleDecode（温度、top-k、top-p、可复现的种子、每步的约束：强制的词元与禁止的词元）也在这里，
  *      第 9 章的写诗器（_static_ch09/poem_writer/poem_writer.js）用它。
- *   3. 画交叉注意力：最后一步输出的 (1, T, S) 就是整句的注意力图；样子与 Jupyter 里的控件
+ *   3. 画交叉注意力：最后一步的前缀送入时，最后一个解码器层的交叉注意力（各头平均，(T, S)）就是整句的注意力图；样子与 Jupyter 里的控件
  *      （tinyformer.book.widgets.show_translation，matplotlib）相同：viridis 色图、0–1 的色条、同样的标题和轴标签。
- * 在 node 里（测试）只导出几个纯函数，不碰 DOM 和 onnxruntime。
+ * 在 node 里（测试）只导出几个纯函数，不碰 DOM。
  */
 (function () {
   "use strict";
@@ -388,76 +388,75 @@
     return;
   }
 
-  // ---- 模型：onnxruntime-web ----
+  // ---- 模型：本书自己的前向（transformer.js）与半精度的权重 ----
 
-  /** 取一个 .gz 文件并解压（DecompressionStream）；服务器已经替浏览器解压过时原样返回。 */
-  async function fetchGunzipped(url) {
+  const here = document.currentScript.src; // 本脚本的地址：transformer.js 在它旁边
+
+  function loadScript(src) {
+    return new Promise((resolve, reject) => {
+      const script = Object.assign(document.createElement("script"), { src });
+      script.onload = resolve;
+      script.onerror = () => reject(new Error(`${src} 没能加载`));
+      document.head.append(script);
+    });
+  }
+
+  /** 加载前向计算的脚本 transformer.js（只一次）；各章的检查器、第 9 章的写诗器也用它。 */
+  let forward = null;
+  function loadForward() {
+    forward ??= (window.tinyformerModel ? Promise.resolve() : loadScript(new URL("transformer.js", here).href))
+      .then(() => window.tinyformerModel);
+    forward.catch(() => (forward = null));
+    return forward;
+  }
+
+  async function fetchJson(url) {
     const response = await fetch(url);
     if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-    const bytes = new Uint8Array(await response.arrayBuffer());
-    if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes;
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return new Uint8Array(await new Response(stream).arrayBuffer());
+    return response.json();
   }
 
-  /** 加载 onnxruntime-web（脚本与 WebAssembly，只加载一次）；各章的检查器（inspector.js）也用它。 */
-  let runtime = null;
-  function loadRuntime(runtimeBase) {
-    runtime ??= (async () => {
-      if (!window.ort) {
-        await new Promise((resolve, reject) => {
-          const script = Object.assign(document.createElement("script"), {
-            src: runtimeBase + "ort.wasm.min.js",
-          });
-          script.onload = resolve;
-          script.onerror = () => reject(new Error(`${script.src} 没能加载`));
-          document.head.append(script);
-        });
-      }
-      const ort = window.ort;
-      ort.env.wasm.numThreads = 1; // 多线程需要跨源隔离（COOP/COEP 响应头），静态网站一般没有
-      ort.env.wasm.wasmPaths = { mjs: runtimeBase + "ort-wasm-simd-threaded.mjs" };
-      ort.env.wasm.wasmBinary = await fetchGunzipped(runtimeBase + "ort-wasm-simd-threaded.wasm.gz");
-      return ort;
-    })();
-    return runtime;
-  }
-
-  async function loadModel(runtimeBase, modelBase) {
-    const ort = await loadRuntime(runtimeBase);
-    const options = { executionProviders: ["wasm"] };
-    const settings = await (await fetch(modelBase + "translator.json")).json();
-    const encoder = await ort.InferenceSession.create(modelBase + "encoder.onnx", options);
-    const decoder = await ort.InferenceSession.create(modelBase + "decoder.onnx", options);
+  /** 翻译器（与检查器共用的一份权重）：{tf, net, settings, words, stoi}；网页翻译器另要 grammar.json。 */
+  async function loadTranslator(modelBase) {
+    const [tf, settings] = await Promise.all([loadForward(), fetchJson(modelBase + "translator.json")]);
+    const net = await tf.loadModel(modelBase + "translator.safetensors");
     const words = new Set(settings.src_itos.filter((w) => !/^<.*>$/.test(w)));
     const stoi = new Map(settings.src_itos.map((w, i) => [w, i]));
-    // 语法能生成的全部句子（_ext/live_translator.py 写的 grammar.json）：判断句型在不在训练语料里
-    const grammar = await (await fetch(modelBase + "grammar.json")).json();
-    grammar.set = new Set(grammar.sentences.split("\n"));
-    return { ort, settings, encoder, decoder, words, stoi, grammar };
+    return { tf, net, settings, words, stoi };
   }
 
-  const int64 = (ort, values) =>
-    new ort.Tensor("int64", BigInt64Array.from(values, BigInt), [1, values.length]);
+  async function loadModel(modelBase) {
+    const [model, grammar] = await Promise.all([loadTranslator(modelBase), fetchJson(modelBase + "grammar.json")]);
+    // 语法能生成的全部句子（_ext/live_translator.py 写的 grammar.json）：判断句型在不在训练语料里
+    grammar.set = new Set(grammar.sentences.split("\n"));
+    return { ...model, grammar };
+  }
 
   /** 贪心解码一句：返回 {srcTokens, tgtTokens（含 <eos>）, translation, attention[T][S]}。 */
   async function translate(model, srcTokens) {
-    const { ort, settings, encoder, decoder, stoi } = model;
-    const src = int64(ort, srcTokens.map((t) => stoi.get(t))); // (1, S)
-    const { memory } = await encoder.run({ src }); // (1, S, C)
+    const { tf, net, settings, stoi } = model;
+    const src = srcTokens.map((t) => stoi.get(t)); // (S)
+    const memory = tf.encode(net, src); // (S, C)：每句只算一次
     const { ids, steps } = await greedyDecode({
       step: async ([prefix]) => {
-        const out = await decoder.run({ tgt: int64(ort, prefix), memory, src });
-        return { logits: [out.logits.data], attention: out.cross_attention }; // (1, V)、(1, T, S)
+        const logits = tf.decode(net, prefix, memory, src); // (T, V)
+        const V = logits.length / prefix.length;
+        return { logits: [logits.subarray(logits.length - V)] }; // 最后一个位置的 (V)
       },
       bos: settings.bos_id,
       eos: settings.eos_id,
       maxLen: settings.max_len,
     });
-    const attention = steps[steps.length - 1].output.attention; // 最后一步的就是整句的注意力图
-    const [, T, S] = attention.dims;
+    // 最后一步的前缀是 <bos> + 除最后一个词元外的译文：再送入一次，记下最后一个解码器层的交叉注意力（各头平均）
+    const record = {};
+    tf.decode(net, steps[steps.length - 1].prefix, memory, src, record);
+    const { dims: [H, T, S], data } = record[`decoder.layers.${settings.num_decoder_layers - 1}.cross_attn.weights`];
     const rows = Array.from({ length: T }, (_, t) =>
-      Array.from(attention.data.slice(t * S, (t + 1) * S)),
+      Array.from({ length: S }, (_, s) => {
+        let sum = 0;
+        for (let h = 0; h < H; h += 1) sum += data[(h * T + t) * S + s];
+        return sum / H;
+      }),
     );
     const produced = ids.slice(1).map((i) => settings.tgt_itos[i]);
     return { srcTokens, tgtTokens: produced, translation: decodeIds(ids, settings), attention: rows };
@@ -577,12 +576,12 @@
     const absolute = (path) => new URL(path, document.baseURI).href;
     let model;
     try {
-      model = await loadModel(absolute(root.dataset.runtime), absolute(root.dataset.model));
+      model = await loadModel(absolute(root.dataset.model));
     } catch (err) {
       // 给读者的消息只用中文；运行时的英文原因（如 "Failed to fetch"）留在控制台里
       console.warn("live translator: the model did not load", err);
       status.textContent =
-        "模型没能加载：从 file:// 打开时浏览器不允许加载 WebAssembly 模型，请通过 http 访问本站（详细原因见浏览器的控制台）";
+        "模型没能加载：从 file:// 打开时浏览器不允许读取模型文件，请通过 http 访问本站（详细原因见浏览器的控制台）";
       return;
     }
     // 输入框最多放这么多个字：模型最多读 src_max_len 个词，一个词最多 longest 个字
@@ -612,7 +611,7 @@
       try {
         result = await translate(model, tokens);
       } catch (err) {
-        console.warn("live translator: onnxruntime failed", err); // 英文原因（如 OrtRun() ERROR_CODE）只进控制台
+        console.warn("live translator: the forward pass failed", err); // 英文原因只进控制台
         fail(`无法翻译 ${shorten(sentence)}：模型在浏览器里运行出错（详细原因见浏览器的控制台）`);
         return;
       }
@@ -622,7 +621,7 @@
       output.textContent = `${sentence}  →  ${result.translation}` + (known ? "" : `\n${model.grammar.notice}`);
       root.dataset.inGrammar = String(known);
       figure.append(drawMap(result, model.settings.num_decoder_layers));
-      status.textContent = `在本页的 WebAssembly 里算完，用时 ${seconds.toFixed(2)} 秒`;
+      status.textContent = `在本页算完（本书自己的 JavaScript 前向），用时 ${seconds.toFixed(2)} 秒`;
       root.dataset.translation = result.translation;
       root.dataset.state = "done";
     };
@@ -633,9 +632,9 @@
     await run();
   }
 
-  window.tinyformerLive = { ...exported, loadRuntime, fetchGunzipped };
+  window.tinyformerLive = { ...exported, loadForward, loadTranslator };
 
-  // 翻译器滚进视野（或读者把焦点移进它）时才加载运行时和模型：页面打开时不下载这约 6.5 MB
+  // 翻译器滚进视野（或读者把焦点移进它）时才加载模型：页面打开时不下载它
   const start = () =>
     document.querySelectorAll(".live-translator").forEach((root) => {
       // 模型加载时文本框就能聚焦、能改（读者可以先输入）；状态与译文由读屏软件读出

@@ -1,12 +1,11 @@
 /*
- * “只有解码器”一章：在读者的浏览器里写诗（onnxruntime-web，WebAssembly）。
+ * “只有解码器”一章：在读者的浏览器里写诗（本书自己的 JavaScript 前向）。
  *
- * 页面上的 <div class="poem-writer" data-runtime="…" data-model="…" data-shared="…"> 由“只有解码器”一章的
- * {raw} html 单元格写出（chapters/ch09_poem_writer_cell.md）。读者按下“写诗”之前什么都不加载；按下后才加载：
- *   - “完整模型”一章的 live_translator.js（onnxruntime 的加载，以及与模型无关的解码与采样 sampleDecode：
- *     网页上只有这一份）；
- *   - onnxruntime-web 的 WebAssembly 运行时；
- *   - tinyformer.poetry.export.export_poet 导出的 poet.onnx（整段前缀 → 下一个字的 logits）与 poet.json。
+ * 页面上的 <div class="poem-writer" data-model="…" data-shared="…"> 由“只有解码器”一章的
+ * {raw} html 单元格写出。读者按下“写诗”之前什么都不加载；按下后才加载：
+ *   - “完整模型”一章的 live_translator.js（与模型无关的解码与采样 sampleDecode：网页上只有这一份）和它旁边的
+ *     transformer.js（前向：gptLogits，整段前缀 → 下一个字的 logits）；
+ *   - tinyformer.poetry.export.export_poet 写的 poet.safetensors（半精度的权重与配置）与 poet.json。
  * 写诗的规则与 tinyformer.poetry.sampling.write 相同（规则里的数从 poet.json 读）：
  *   - 永不采 never_sampled（<pad>、<bos>、<unk>）；
  *   - 藏头诗：第 i 句的第一个字强制为第 i 个字（句以 clause_ends 分隔）；写满之前不许 <eos>，写满之后强制 <eos>；
@@ -35,22 +34,21 @@
     });
   }
 
-  /** 加载共用脚本、运行时与模型（只一次）；返回 {live, ort, session, settings, stoi, bytes, seconds}。 */
+  /** 加载共用脚本与模型（只一次）；返回 {live, tf, net, settings, stoi, bytes, seconds}。 */
   function load(root) {
     loading ??= (async () => {
       const started = performance.now();
       if (!window.tinyformerLive) await loadScript(absolute(root.dataset.shared));
       const live = window.tinyformerLive;
-      const ort = await live.loadRuntime(absolute(root.dataset.runtime));
       const base = absolute(root.dataset.model);
-      const settings = await (await fetch(base + "poet.json")).json();
-      const session = await ort.InferenceSession.create(base + "poet.onnx", { executionProviders: ["wasm"] });
+      const [tf, settings] = await Promise.all([live.loadForward(), fetch(base + "poet.json").then((r) => r.json())]);
+      const net = await tf.loadModel(base + "poet.safetensors");
       const stoi = new Map(settings.itos.map((ch, i) => [ch, i]));
       const bytes = performance
         .getEntriesByType("resource")
         .filter((e) => e.startTime >= started)
         .reduce((sum, e) => sum + (e.encodedBodySize || e.transferSize || 0), 0);
-      return { live, ort, session, settings, stoi, bytes, seconds: (performance.now() - started) / 1000 };
+      return { live, tf, net, settings, stoi, bytes, seconds: (performance.now() - started) / 1000 };
     })();
     loading.catch(() => (loading = null)); // 失败了下次再试
     return loading;
@@ -71,7 +69,7 @@
 
   /** 写一首：规则同 tinyformer.poetry.sampling.write（见文件开头）。onStep({char, topk, forced}) 每写一个字调用一次。 */
   async function writePoem(model, options, onStep) {
-    const { live, ort, session, settings, stoi } = model;
+    const { live, tf, net, settings, stoi } = model;
     const prefix = options.prefix ?? "";
     const acrostic = options.acrostic ? [...options.acrostic] : null;
     check(model, prefix, options.acrostic ?? null);
@@ -90,11 +88,7 @@
       }
       return { ban: settings.never_sampled };
     };
-    const step = async ([ids]) => {
-      const tensor = new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, ids.length]);
-      const { logits } = await session.run({ ids: tensor });
-      return { logits: [logits.data] };
-    };
+    const step = async ([ids]) => ({ logits: [tf.gptLogits(net, ids)] }); // 整段前缀 → 下一个字的 logits (V)
     const toChars = (record) => ({
       char: settings.itos[record.next],
       // 概率为 0 的候选（被 top-k/top-p 去掉、被禁止的）不列出：它们并列，顺序没有意义
@@ -225,11 +219,11 @@
       list.replaceChildren();
       let model;
       try {
-        if (!loading) status.textContent = "正在下载模型与 WebAssembly 运行时……";
+        if (!loading) status.textContent = "正在下载模型……";
         model = await load(root);
       } catch (err) {
         console.warn("poem writer: the model did not load", err);
-        status.textContent = "模型没能加载：从 file:// 打开时浏览器不允许加载 WebAssembly 模型，请通过 http 访问本站（详细原因见浏览器的控制台）";
+        status.textContent = "模型没能加载：从 file:// 打开时浏览器不允许读取模型文件，请通过 http 访问本站（详细原因见浏览器的控制台）";
         root.dataset.state = "error";
         button.disabled = false;
         busy = false;
@@ -253,8 +247,8 @@
           await new Promise((resolve) => setTimeout(resolve, 0)); // 让浏览器把这个字画出来
         });
         const mb = (model.bytes / 1e6).toFixed(1);
-        status.textContent = `写了 ${count} 个字，在本页的 WebAssembly 里算完，用时 ${((performance.now() - started) / 1000).toFixed(2)} 秒` +
-          (model.bytes ? `（模型与运行时共下载 ${mb} MB，之后不再下载）` : "");
+        status.textContent = `写了 ${count} 个字，在本页算完（本书自己的 JavaScript 前向），用时 ${((performance.now() - started) / 1000).toFixed(2)} 秒` +
+          (model.bytes ? `（模型共下载 ${mb} MB，之后不再下载）` : "");
         root.dataset.state = "done";
       } catch (err) {
         poem.replaceChildren();

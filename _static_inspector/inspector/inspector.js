@@ -1,20 +1,18 @@
 /*
- * 各章的“用训练好的模型看看”：读者自己的句子经过第 8 章训练好的模型，每一步的中间结果（onnxruntime-web）。
+ * 各章的“用训练好的模型看看”：读者自己的句子经过第 8 章训练好的模型，每一步的中间结果（本书自己的 JavaScript 前向）。
  *
  * 页面上的 <details class="tf-inspector" data-view="…"> 由 _ext/inspector.py 的 {inspector} 指令写出。
  * 页面打开时只加载本脚本；读者打开它（或它滚进视野）时才加载：
- *   - 第 8 章网页翻译器的 live_translator.js（分词、拼句、viridis、onnxruntime 的加载、贪心解码与束搜索，
- *     都只写在那里一份）；
- *   - onnxruntime-web 的 WebAssembly 运行时；
- *   - tinyformer.translation.inspect_export.export_inspector 导出的 inspect_encoder.onnx、inspect_decoder.onnx
- *     （每个中间结果都是图的一个输出）与 inspector.json，以及翻译器的 translator.json（词表、拼句规则）。
- * 各页共用同一份文件，浏览器缓存它们。
+ *   - 第 8 章网页翻译器的 live_translator.js（分词、拼句、viridis、模型的加载、贪心解码与束搜索，
+ *     都只写在那里一份）和它旁边的 transformer.js（前向：每个中间结果都按名字记下）；
+ *   - 网页翻译器的那一份模型：translator.safetensors（半精度的权重与配置）和 translator.json（词表、拼句规则）。
+ * 各页、翻译器和检查器共用同一份文件，浏览器缓存它们。
  *
- * 页面级接口（tests/book/test_inspector.py 调用，与 Python 的 tinyformer.translation.inspect_export.inspect、
+ * 页面级接口（tests/book/test_inspector.py 调用，与 Python 的 tinyformer.translation.inspection.inspect、
  * tinyformer.decoding.beam_search 核对）：
  *   window.tinyformerInspect(sentence) → Promise<{sentence, srcTokens, srcIds, tgtIds, produced,
  *       translation, stages: {名字: {dims, data}}（去掉批量维）, steps: [{prefix, logits}]}>
- *     stages 的名字与 inspect_export.inspect 的相同；steps 是贪心解码每一步最后一个位置的 logits。
+ *     stages 的名字与 inspection.inspect 的相同；steps 是贪心解码每一步最后一个位置的 logits。
  *   window.tinyformerBeam(sentence, {beamSize, alpha, maxLen}) → Promise<{steps: [[{ids, tokens,
  *       logProb, length, finished, score}]], best}>：与 beam_search 同样的算法（B = 1），每一步的每个假设。
  */
@@ -34,43 +32,24 @@
     });
   }
 
-  /** 加载运行时与模型（只一次）；返回 {ort, settings, inspector, encoder, decoder, words, stoi, bytes, seconds}。 */
+  /** 加载共用脚本与模型（只一次）；返回 live_translator.js 的 loadTranslator 给的 {tf, net, settings, words, stoi}，
+   * 外加 live、inspector（模型的尺寸）、bytes、seconds。 */
   function load(root) {
     model ??= (async () => {
       const started = performance.now();
       if (!window.tinyformerLive) await loadScript(absolute(root.dataset.text));
       const live = window.tinyformerLive;
-      const ort = await live.loadRuntime(absolute(root.dataset.runtime));
-      const base = absolute(root.dataset.model);
-      const [settings, inspector] = await Promise.all([
-        fetch(absolute(root.dataset.translator) + "translator.json").then((r) => r.json()),
-        fetch(base + "inspector.json").then((r) => r.json()),
-      ]);
-      const options = { executionProviders: ["wasm"] };
-      const encoder = await ort.InferenceSession.create(base + "inspect_encoder.onnx", options);
-      const decoder = await ort.InferenceSession.create(base + "inspect_decoder.onnx", options);
-      const words = new Set(settings.src_itos.filter((w) => !/^<.*>$/.test(w)));
-      const stoi = new Map(settings.src_itos.map((w, i) => [w, i]));
+      const m = await live.loadTranslator(absolute(root.dataset.model));
       // 读者看到的“加载了多少”：打开之后浏览器取的每个文件（来自缓存的按文件大小算）
       const bytes = performance
         .getEntriesByType("resource")
         .filter((e) => e.startTime >= started)
         .reduce((sum, e) => sum + (e.encodedBodySize || e.transferSize || 0), 0);
       const seconds = (performance.now() - started) / 1000;
-      return { ort, live, settings, inspector, encoder, decoder, words, stoi, bytes, seconds };
+      return { ...m, live, inspector: m.net.config, bytes, seconds };
     })();
     model.catch(() => (model = null)); // 失败后下次再试
     return model;
-  }
-
-  const int64 = (ort, rows) =>
-    new ort.Tensor("int64", BigInt64Array.from(rows.flat(), BigInt), [rows.length, rows[0].length]);
-
-  /** 去掉批量维的第 b 份：{dims, data}（data 是普通数组，能变成 JSON）。 */
-  function unbatch(tensor, b = 0) {
-    const [, ...dims] = tensor.dims;
-    const size = dims.reduce((a, d) => a * d, 1);
-    return { dims, data: Array.from(tensor.data.subarray(b * size, (b + 1) * size)) };
   }
 
   function tokenize(m, sentence) {
@@ -80,31 +59,30 @@
     return tokens;
   }
 
-  /** 读者的句子 → 每个中间结果（贪心译文整段送回解码器，同 inspect_export.inspect）。 */
+  /** 下一个词元的 logits：前缀 (T) 送进解码器，取最后一个位置的那一行 (V)。 */
+  function lastLogits(m, prefix, memory, srcIds, record = null) {
+    const logits = m.tf.decode(m.net, prefix, memory, srcIds, record); // (T, V)
+    const V = logits.length / prefix.length;
+    return logits.subarray(logits.length - V);
+  }
+
+  /** 读者的句子 → 每个中间结果（贪心译文整段送回解码器，同 tinyformer.translation.inspection.inspect）。 */
   async function inspect(sentence, root = document.querySelector(".tf-inspector")) {
     const m = await load(root);
-    const { ort, settings } = m;
+    const { settings } = m;
     const srcTokens = tokenize(m, sentence);
     const srcIds = srcTokens.map((t) => m.stoi.get(t));
-    const src = int64(ort, [srcIds]);
-    const encoded = await m.encoder.run({ src });
-    const memory = encoded.memory; // (1, S, C)
+    const stages = {};
+    const memory = m.tf.encode(m.net, srcIds, stages); // (S, C)，记下编码器的每个中间结果
     // 解码循环是 live_translator.js 的 greedyDecode（与网页翻译器同一份）；这里每步取最后一个位置的 logits
     const { ids, steps } = await m.live.greedyDecode({
-      step: async ([prefix]) => {
-        const out = await m.decoder.run({ tgt: int64(ort, [prefix]), memory, src });
-        const [, T, V] = out["decoder.logits"].dims;
-        return { logits: [Array.from(out["decoder.logits"].data.subarray((T - 1) * V, T * V))], out };
-      },
+      step: async ([prefix]) => ({ logits: [Array.from(lastLogits(m, prefix, memory, srcIds))] }),
       bos: settings.bos_id,
       eos: settings.eos_id,
       maxLen: settings.max_len,
     });
-    // 最后一步的输入正是 <bos> + 除最后一个词元外的译文：它的输出就是整句的中间结果
-    const last = steps[steps.length - 1].output.out;
-    const stages = {};
-    for (const name of m.inspector.encoder_outputs) stages[name] = unbatch(encoded[name]);
-    for (const name of m.inspector.decoder_outputs) stages[name] = unbatch(last[name]);
+    // 最后一步的输入正是 <bos> + 除最后一个词元外的译文：再送入一次，记下解码器的每个中间结果
+    lastLogits(m, steps[steps.length - 1].prefix, memory, srcIds, stages);
     const tgtIds = ids.slice(0, steps.length);
     return {
       sentence,
@@ -123,22 +101,16 @@
     };
   }
 
-  /** 束搜索（live_translator.js 的 beamSearch，与 tinyformer.decoding.beam_search 一步一步相同）：一句，K 个前缀一起送进解码器。 */
+  /** 束搜索（live_translator.js 的 beamSearch，与 tinyformer.decoding.beam_search 一步一步相同）：K 个前缀各送进解码器一次。 */
   async function beam(sentence, options = {}, root = document.querySelector(".tf-inspector")) {
     const { beamSize: K = 4, alpha = 0.6, maxLen = 32 } = options;
     if (!Number.isInteger(K) || K < 1) throw new Error(`beamSize must be a positive integer, got ${K}`);
     const m = await load(root);
-    const { ort, settings } = m;
+    const { settings } = m;
     const srcIds = tokenize(m, sentence).map((t) => m.stoi.get(t));
-    const src = int64(ort, Array.from({ length: K }, () => srcIds)); // (K, S)
-    const { memory } = await m.encoder.run({ src }); // (K, S, C)
+    const memory = m.tf.encode(m.net, srcIds); // (S, C)
     const result = await m.live.beamSearch({
-      step: async (prefixes) => {
-        const out = await m.decoder.run({ tgt: int64(ort, prefixes), memory, src }, ["decoder.logits"]);
-        const [, T, V] = out["decoder.logits"].dims;
-        const data = out["decoder.logits"].data;
-        return { logits: prefixes.map((_, k) => data.subarray((k * T + T - 1) * V, (k * T + T) * V)) };
-      },
+      step: async (prefixes) => ({ logits: prefixes.map((prefix) => lastLogits(m, prefix, memory, srcIds)) }),
       bos: settings.bos_id,
       eos: settings.eos_id,
       pad: settings.pad_id,
@@ -454,16 +426,16 @@
     const sentence = root.querySelector(".tfi-sentence").value;
     root.dataset.sentence = sentence;
     root.dataset.state = "busy";
-    status.textContent = "正在加载模型和 WebAssembly 运行时……";
+    status.textContent = "正在加载模型……";
     let m;
     try {
       m = await load(root);
     } catch (err) {
-      status.textContent = `模型没能加载：${err.message || err}（从 file:// 打开时浏览器不允许加载 WebAssembly 模型，请通过 http 访问本站）`;
+      status.textContent = `模型没能加载：${err.message || err}（从 file:// 打开时浏览器不允许读取模型文件，请通过 http 访问本站）`;
       root.dataset.state = "error";
       return;
     }
-    const loaded = `模型与运行时：加载了 ${(m.bytes / 1e6).toFixed(1)} MB，用时 ${m.seconds.toFixed(1)} 秒（各章共用，浏览器缓存）。`;
+    const loaded = `模型：加载了 ${(m.bytes / 1e6).toFixed(1)} MB，用时 ${m.seconds.toFixed(1)} 秒（各章共用，浏览器缓存）。`;
     try {
       const started = performance.now();
       const result = await inspect(sentence, root);

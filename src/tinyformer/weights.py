@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load, load_model, save
 from torch import nn
@@ -53,8 +54,12 @@ class WeightsError(ValueError):
         self.path, self.reason, self.message = os.fspath(path), reason, message
 
 
-def save_weights(path: str | os.PathLike, model: nn.Module, metadata: dict) -> None:
+def save_weights(
+    path: str | os.PathLike, model: nn.Module, metadata: dict, dtype: torch.dtype | None = None
+) -> None:
     """把 ``model`` 的参数和缓冲区连同 ``metadata``（能写成 JSON 的 dict）原子地写进 ``path``。
+
+    ``dtype`` 给出时，浮点张量换成它再存（网页用的 ``torch.float16``：文件小一半）。
 
     例子::
 
@@ -72,6 +77,8 @@ def save_weights(path: str | os.PathLike, model: nn.Module, metadata: dict) -> N
         if storage in seen:  # 共享的权重（如输出层 = 词嵌入）只存第一个名字
             continue
         seen.add(storage)
+        if dtype is not None and tensor.is_floating_point():
+            tensor = tensor.to(dtype)
         tensors[name] = tensor.detach().cpu().contiguous()
     header = {METADATA_KEY: json.dumps(metadata, ensure_ascii=False)}
     body = save(tensors, metadata=header)
@@ -79,7 +86,19 @@ def save_weights(path: str | os.PathLike, model: nn.Module, metadata: dict) -> N
     # 数据区的 SHA-256：safetensors 不查数据本身，一个翻转的字节会悄悄变成另一个权重
     data = save(tensors, metadata={**header, DIGEST_KEY: hashlib.sha256(body).hexdigest()})
     with atomic_write(path) as file:
-        file.write(data)
+        file.write(_sorted_header(data))
+
+
+def _sorted_header(data: bytes) -> bytes:
+    """同一个头按键排好重写：safetensors 写 ``__metadata__`` 的各键时顺序不定，排好之后同样的权重写出同样的字节。
+
+    头的长度补空格到 8 的倍数（与 safetensors 自己的写法相同，数据区按 8 字节对齐）。
+    """
+    n = int.from_bytes(data[:8], "little")
+    header = json.dumps(json.loads(data[8 : 8 + n]), separators=(",", ":"), sort_keys=True)
+    text = header.encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data[8 + n :]
 
 
 def read_metadata(path: str | os.PathLike) -> dict:

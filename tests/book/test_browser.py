@@ -126,7 +126,7 @@ class Visit:
 
     def weight(self, site):
         """本页加载的全部文件的字节数（按网站里的文件大小算）。"""
-        # 第 8 章网页翻译器的模型和 WebAssembly 运行时另有上限（≤ 8 MB，tests/book/test_live_translator.py）
+        # 第 8 章网页翻译器的模型和脚本另有上限（tests/book/test_live_translator.py）
         paths = [p for p in self.paths if not set(p.split("/")) & set(TRANSLATOR_DIRS)]
         files = [site / unquote(p).lstrip("/") for p in paths]
         return sum(f.stat().st_size for f in files if f.is_file())
@@ -538,7 +538,7 @@ def test_page_reads_well(read, site, name, view):
 
 
 # ---------------------------------------------------------------------------------------
-# 第 8 章：在浏览器里翻译（onnxruntime-web）。译文与命令行 python -m tinyformer.translation translate
+# 第 8 章：在浏览器里翻译（本书自己的 JavaScript 前向，半精度的权重）。译文与命令行 python -m tinyformer.translation translate
 # --model <随包发布的检查点> 相同（期望值用同一个检查点的 Python API 算）；不认识的词报同样的错；
 # 画出热力图。另见 tests/book/test_live_translator.py（分词、大小、只在本章加载）。
 # ---------------------------------------------------------------------------------------
@@ -648,7 +648,7 @@ def test_live_translator_translates_like_the_cli(visit, shipped_translator):
 
 
 def test_live_translator_from_file_url_says_it_needs_http(browser, site):
-    """file:// 下浏览器不许 fetch 模型、不许 import() 运行时的 .mjs：页面说明要用 http（第 8 章 8.12 节写明）。"""
+    """file:// 下浏览器不许 fetch 模型：页面说明要用 http（第 8 章 8.12 节写明）。"""
     page = browser.new_page()
     try:
         page.goto((site / f"{CH08}.html").as_uri(), wait_until="load")
@@ -791,17 +791,17 @@ def test_explorer_controls_redraw_the_chart(browser, server, site, name, how):
         if how == "file":
             # file:// 是不透明的源，Chromium 不许 CSS 从 file:// 加载字体（跨源规则）：图标字体在 file://
             # 下总是失败，与探索器无关；http 下同一个测试不放过任何失败的请求和控制台错误
-            # 第 8 章的网页翻译器在 file:// 下取不到它的 WebAssembly（页面上写明要用 http，另有测试）
+            # 第 8 章的网页翻译器在 file:// 下取不到它的模型文件（页面上写明要用 http，另有测试）
             failed = [
                 (url, why)
                 for url, why in failed
-                if "/webfonts/" not in url and "/onnxruntime-web/" not in url
+                if "/webfonts/" not in url and "/translator_model/" not in url
             ]
             errors = [
                 e
                 for e in errors
                 if "/webfonts/" not in str(e)
-                and "/onnxruntime-web/" not in str(e)
+                and "/translator_model/" not in str(e)
                 and "Failed to load resource: net::ERR_FAILED" not in str(e)
             ]
         assert failed == []

@@ -1,14 +1,15 @@
 """各章的“用训练好的模型看看”（_ext/inspector.py、_static_inspector/inspector/inspector.js）在无头 Chromium 里。
 
 - 数与包的相同：``window.tinyformerInspect(句子)`` 的每一个中间结果与 Python 里
-  ``tinyformer.translation.inspect_export.inspect``（真模型上的前向钩子）算的相同，容差是 float32 的
-  ``|网页 − Python| ≤ 1e-4 · max(1, max|Python|)``（每个中间结果各自的量级；实测 onnxruntime 与 torch
-  相差约 1e-6）；贪心译文逐字相同，每一步的 logits 就是 Python 那一行。
+  ``tinyformer.translation.inspection.inspect``（真模型上的前向钩子）算的相同。网页的权重是半精度的，参照是
+  把权重舍入到 float16 的包（tests.kit.rounded_to_half）；容差是 float32 的
+  ``|网页 − Python| ≤ 1e-4 · max(1, max|Python|)``（每个中间结果各自的量级；网页的前向与 torch 只差求和顺序）；
+  贪心译文逐字相同，每一步的 logits 就是 Python 那一行。
 - 束搜索：``window.tinyformerBeam`` 每一步的每个假设，就是 ``beam_search(use_cache=False)`` 那一步送进解码器的前缀
   （挂在目标端嵌入上的钩子记下的），最后的译文与 ``beam_search`` 的相同；每个假设的对数概率与把它整段送回
   模型（teacher forcing）算出的相同。
-- 打开之前不加载：每个有检查器的页面，打开前加载的字节里没有运行时和模型（第 8 章的页面 ≤ 4 MB）；打开之后才加载；
-  两个数写进 _build/screenshots/inspector_bytes.json。
+- 打开之前不加载：每个有检查器的页面，打开前加载的字节里没有模型（第 8 章的页面 ≤ 4 MB）；打开之后才加载，
+  加载的是网页翻译器的那一份模型；两个数写进 _build/screenshots/inspector_bytes.json。
 - 每个控件（下拉框、滑块）换一个取值，视图就变，没有控制台错误；用键盘打开；390 px 不横向溢出；
   桌面、手机、深色的截图存到 _build/screenshots/。
 
@@ -24,9 +25,9 @@ import torch
 
 from tests.book import test_browser
 from tests.book.test_browser import Visit
-from tests.kit import ROOT, playwright_chromium
+from tests.kit import ROOT, playwright_chromium, rounded_to_half
 from tinyformer.decoding import beam_search, length_penalty
-from tinyformer.translation.inspect_export import inspect
+from tinyformer.translation.inspection import inspect
 from tinyformer.translation.pretrained import load_translator
 
 pytestmark = pytest.mark.browser
@@ -43,7 +44,7 @@ PAGES = {
     "chapters/ch08_translation": "decoding",
 }
 CH08_BEFORE_INTERACTION = 4_000_000  # 字节：第 8 章的页面打开时（翻译器、检查器都还没加载）
-HEAVY = ("inspector_model", "translator_model", ".wasm", "ort.wasm.min.js")
+HEAVY = ("translator_model", "transformer.js")
 SENTENCES = [
     "她明天在家写作业吗？",
     "老师明天看电影。",
@@ -111,7 +112,9 @@ def open_page(chromium, server):
 
 @pytest.fixture(scope="module")
 def translator():
-    return load_translator(600)
+    translator = load_translator(600)
+    rounded_to_half(translator.model)  # 网页读的权重是半精度的
+    return translator
 
 
 def close_enough(name, web, reference):
@@ -204,7 +207,9 @@ def test_nothing_heavy_loads_before_the_reader_opens_it(open_page, site, name):
     v.open_inspector()
     v.page.wait_for_load_state("networkidle")
     after = v.loaded(site)
-    assert {"inspect_encoder.onnx", "inspect_decoder.onnx"} <= {f.name for f in after}
+    assert {"translator.safetensors", "translator.json", "transformer.js"} <= {
+        f.name for f in after
+    }
     status = v.page.inner_text(f"{INSPECTOR} .tfi-status")
     assert "加载了" in status and "MB" in status  # 读者看到加载了多少、用了多久
     assert v.errors == [] and v.failed == [] and v.external == []

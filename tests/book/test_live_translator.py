@@ -5,7 +5,9 @@
 - 拼句：网页上的 detokenize 与 detokenize_en 相同；热力图的色标与 matplotlib 的 viridis 相同；
 - 解码：网页上唯一的一份贪心解码与束搜索（greedyDecode、beamSearch，网页翻译器与各章的检查器共用）
   在 Python 记下的每个前缀的 logits 上，与 greedy_decode、beam_search 选出同样的词元、同样的对数概率和得分；
-- 网站：模型 + 运行时不超过 8 MB，只有第 8 章的页面引用它们，网站上的模型等于随包权重的新导出。
+- 网站：模型（半精度的权重、词表、语法）与脚本不超过 BUDGET，只有第 8 章的页面引用它们，网站上的模型等于随包权重的新导出。
+
+前向（transformer.js）与包的核对见 tests/book/test_page_forward.py。
 
 浏览器里真的翻译，见 tests/book/test_browser.py 末尾的一节。没有 node 时跳过（CI 里失败）。
 """
@@ -33,9 +35,9 @@ from tinyformer.translation.corpus import PROPER_NOUNS, corpus_tokenizer, genera
 from tinyformer.translation.pretrained import load_translator
 
 SCRIPT = ROOT / "_static_ch08" / "live_translator" / "live_translator.js"
-BUDGET = 8 * 1024 * 1024  # 模型 + 运行时，字节
+BUDGET = 1_700_000  # 字节：模型（权重、词表、语法）与网页翻译器的脚本
 # 这些路径只许出现在第 8 章的页面里
-ASSET_DIRS = ("onnxruntime-web", "translator_model", "live_translator")
+ASSET_DIRS = ("translator_model", "live_translator")
 
 
 @pytest.fixture(scope="module")
@@ -163,23 +165,22 @@ def test_heatmap_colours_are_matplotlibs_viridis(node):
         )
 
 
-def test_model_and_runtime_fit_the_budget_and_load_only_on_chapter_8(site):
-    files = [
-        p for d in ("onnxruntime-web", "translator_model") for p in (site / "_static" / d).iterdir()
-    ]
+def test_model_and_scripts_fit_the_budget_and_load_only_on_chapter_8(site):
+    files = [p for d in ASSET_DIRS for p in (site / "_static" / d).iterdir()]
     names = {p.name for p in files}
-    assert {
-        "ort.wasm.min.js",
-        "ort-wasm-simd-threaded.mjs",
-        "ort-wasm-simd-threaded.wasm.gz",
-    } <= names
-    assert {"encoder.onnx", "decoder.onnx", "translator.json"} <= names
-    assert not any(n.endswith(".wasm") for n in names)  # 只发布压缩后的 .wasm
+    assert names == {
+        "translator.safetensors",
+        "translator.json",
+        "grammar.json",
+        "live_translator.js",
+        "transformer.js",
+    }
+    assert not (site / "_static" / "onnxruntime-web").exists()  # 网站不再带 WebAssembly 运行时
     total = sum(p.stat().st_size for p in files)
     assert total <= BUDGET, f"{total / 2**20:.2f} MiB"
     # 第 8 章的页面引用它们；有检查器（_ext/inspector.py）的页面只在 data- 属性里写它们的地址，
     # 读者打开检查器时才加载（tests/book/test_inspector.py 量打开前后加载的字节）；第 9 章的写诗器同样
-    # 只在 data- 属性里写运行时与共用脚本的地址，读者按下“写诗”才加载（tests/book/test_poem_writer.py）
+    # 只在 data- 属性里写共用脚本的地址，读者按下“写诗”才加载（tests/book/test_poem_writer.py）
     inspector = re.compile(r'<details class="tf-inspector"[^>]*>|<div class="poem-writer"[^>]*>')
     pages = {p: inspector.sub("", p.read_text(encoding="utf-8")) for p in site.rglob("*.html")}
     referencing = sorted(
@@ -190,12 +191,19 @@ def test_model_and_runtime_fit_the_budget_and_load_only_on_chapter_8(site):
     assert referencing == ["chapters/ch08_translation.html"]
 
 
-def test_the_sites_model_is_a_fresh_export_of_the_shipped_weights(site, translator, tmp_path):
-    pytest.importorskip("onnx")
-    from tinyformer.translation.export import FILES, export_translator
+def test_the_stated_download_size_is_the_sites(site):
+    """页面在加载之前写着要下载多少：就是网站里模型文件（权重、词表、语法）的大小。"""
+    html = (site / "chapters" / "ch08_translation.html").read_text(encoding="utf-8")
+    stated = float(re.search(r"下载模型（约 ([\d.]+) MB", html).group(1))
+    model = sum(p.stat().st_size for p in (site / "_static" / "translator_model").iterdir())
+    assert stated == round(model / 1e6, 1)
 
-    fresh = export_translator(translator, tmp_path)
-    for name in FILES:
+
+def test_the_sites_model_is_a_fresh_export_of_the_shipped_weights(site, translator, tmp_path):
+    from tinyformer.translation.export import PAGE_FILES, export_for_page
+
+    fresh = export_for_page(translator, tmp_path)
+    for name in PAGE_FILES:
         # 比较摘要而不是几 MB 的字节串：不相等时 pytest 会去算字节串的差异，几十分钟也算不完
         on_site = hashlib.sha256((site / "_static" / "translator_model" / name).read_bytes())
         exported = hashlib.sha256(fresh[name].read_bytes())

@@ -15,7 +15,8 @@ import pytest
 from _ext.light_pages import REPORT_PAGE, html_pages, page_weight, site_weight, weight_report
 from tests.kit import SITE
 
-# 字节（第 10、11 章加入后 22.6 MB）；第 8 章翻译器的模型与运行时另有上限（tests/book/test_live_translator.py）
+# 字节（第 10、11 章加入后 22.6 MB）；网页上运行的模型与脚本另有上限（tests/book/test_live_translator.py、
+# test_poem_writer.py）
 SITE_BUDGET = 24_000_000
 PAGE_BUDGET = 5_600_000  # 字节；最重的第 1 章 5.45 MB（连同它快滚到时才加载的控件管理器与 vega）
 

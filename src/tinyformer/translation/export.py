@@ -1,8 +1,8 @@
-r"""把训练好的翻译器导出成 ONNX，让网页在读者的浏览器里翻译（“完整模型”一章讲解）。
+r"""把训练好的翻译器交给别的程序运行（“完整模型”一章讲解）：导出成 ONNX，以及网页用的半精度权重。
 
 浏览器里没有 Python，也没有 PyTorch。ONNX 是一种与框架无关的计算图格式：``torch.onnx.export``
-把模型的前向计算记成一张图，浏览器里的 ``onnxruntime-web``（WebAssembly）读它、算它。
-导出两张图和一份 JSON：
+把模型的前向计算记成一张图，任何 ONNX 运行时（Python 里的 ``onnxruntime``）都能执行它。
+:func:`export_translator` 导出两张图和一份 JSON：
 
 - ``encoder.onnx``：源句编号 src (B, S) → memory (B, S, C)。每句只算一次。
 - ``decoder.onnx``：(已生成的前缀 tgt (B, T), memory (B, S, C), src (B, S)) →
@@ -18,6 +18,9 @@ r"""把训练好的翻译器导出成 ONNX，让网页在读者的浏览器里�
 导出需要 ``onnx``（``torch.onnx.export`` 在内部导入它），在 Python 里核对需要 ``onnxruntime``（都在
 ``requirements.txt`` 里）；本模块不导入它们，``import tinyformer.translation.export`` 不需要它们。
 
+本书的网页不用 ONNX（onnxruntime-web 的运行时比模型还大）：:func:`export_for_page` 把权重存成半精度的
+safetensors，网页用自己的 JavaScript 前向（``_static_ch08/live_translator/transformer.js``）计算。
+
 解码循环不在这里：网页上的贪心解码与束搜索只有一份（``_static_ch08/live_translator/live_translator.js``
 的 ``greedyDecode``、``beamSearch``），浏览器测试核对它们的译文与 :func:`~tinyformer.greedy_decode`、
 :func:`~tinyformer.decoding.beam_search` 相同；本模块的单元测试在 PyTorch 贪心解码的每个前缀上核对
@@ -26,7 +29,9 @@ r"""把训练好的翻译器导出成 ONNX，让网页在读者的浏览器里�
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import warnings
 from pathlib import Path
 
 import torch
@@ -36,14 +41,15 @@ from .._checks import check_instance, check_positive_int
 from ..atomic import atomic_write
 from ..layers import recording_weights
 from ..model import Transformer
-from ..onnx_export import export_onnx as _export  # 与写诗模型同一个导出调用（模型核心里）
 from ..text import ATTACH_LEFT, SENTENCE_END, capitalization
+from ..weights import save_weights
 from .translator import Translator
 
-__all__ = ["EncoderGraph", "DecoderStepGraph", "export_translator"]
+__all__ = ["EncoderGraph", "DecoderStepGraph", "export_for_page", "export_translator"]
 
 FORMAT = "tinyformer-onnx-translator-1"
 FILES = ("encoder.onnx", "decoder.onnx", "translator.json")
+PAGE_FORMAT = "tinyformer-page-transformer-1"
 
 
 class EncoderGraph(nn.Module):
@@ -112,6 +118,46 @@ class DecoderStepGraph(nn.Module):
         return logits[:, -1], weights.mean(dim=1)  # (B, V), (B, H, T, S) -> (B, T, S)
 
 
+def _export(
+    module: nn.Module,
+    args: tuple,
+    path: Path,
+    inputs: dict,
+    outputs: dict,
+    opset_version: int,
+) -> None:
+    """``torch.onnx.export`` 一个模块；``inputs``/``outputs`` 是 名字 → 可变长的维（B、S、T）。
+
+    用 TorchScript 追踪的导出器（``dynamo=False``）：它用示例输入把前向 *跑一遍*，记下执行到的
+    张量运算。本包的参数检查（如 ``check_indices`` 的 ``if outside.any():``）和注意力里
+    "有没有整行被遮住"的分支都依赖张量的值：追踪器把它们当作示例输入下的常量（并为每处发出
+    ``TracerWarning``），这对任何合法的输入都成立——编号都在词表内，每个查询至少能看到一个词元。
+    PyTorch 2.9 起默认的 ``torch.export`` 导出器（``dynamo=True``）要求图不依赖张量的值，
+    遇到这些检查直接报错，所以这里明确选用追踪导出器，并关掉这两类已知的警告。
+
+    文件原子地写（:func:`~tinyformer.atomic.atomic_write`）：导出到一半被打断，``path`` 上原来的
+    文件原封不动。
+    """
+    axes = {**inputs, **outputs}
+    with warnings.catch_warnings(), atomic_write(path) as file:
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)  # "legacy TorchScript-based export"
+        torch.onnx.export(
+            module,
+            args,
+            file,
+            input_names=list(inputs),
+            output_names=list(outputs),
+            # None 的维是固定的（如头数），其余的维有名字，是可变长的
+            dynamic_axes={
+                name: {i: dim for i, dim in enumerate(dims) if dim is not None}
+                for name, dims in axes.items()
+            },
+            opset_version=opset_version,
+            dynamo=False,
+        )
+
+
 def example_inputs(translator: Translator, S: int, T: int) -> tuple[Tensor, Tensor]:
     """导出用的示例输入：S 个 ``<unk>`` 的源句、``<bos>`` 加 T - 1 个 ``<unk>`` 的目标前缀。
 
@@ -145,7 +191,6 @@ def export_translator(
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     model = translator.model.eval()
-    src_vocab, tgt_vocab = translator.src_vocab, translator.tgt_vocab
 
     # 示例输入只决定图的结构；B、S、T 标成可变长，浏览器里可以送任意长度的句子
     src, tgt = example_inputs(translator, S=5, T=2)  # (1, S), (1, T)
@@ -167,6 +212,14 @@ def export_translator(
         {"logits": ("B",), "cross_attention": ("B", "T", "S")},
         opset_version,
     )
+    with atomic_write(paths["translator.json"]) as file:
+        file.write(settings_json(translator))
+    return paths
+
+
+def settings_json(translator: Translator) -> bytes:
+    """``translator.json`` 的内容：网页翻译要的词表、特殊词元、长度上限与拼句规则（UTF-8 字节）。"""
+    model, src_vocab, tgt_vocab = translator.model, translator.src_vocab, translator.tgt_vocab
     settings = {
         "format": FORMAT,
         "src_itos": list(src_vocab.itos),
@@ -182,6 +235,33 @@ def export_translator(
         "sentence_end": sorted(SENTENCE_END),
     }
     text = json.dumps(settings, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    return text.encode("utf-8")
+
+
+PAGE_FILES = ("translator.safetensors", "translator.json")
+
+
+@torch.no_grad()
+def export_for_page(translator: Translator, directory: str | Path) -> dict[str, Path]:
+    """网页用的模型：``translator.safetensors``（权重存成 float16）与 ``translator.json``，返回 ``{文件名: 路径}``。
+
+    网页翻译器与各章的检查器都读这一份，在浏览器里用本书自己的 JavaScript 前向
+    （``_static_ch08/live_translator/transformer.js``）计算。模型的配置（``TransformerConfig`` 的各项）
+    写在 safetensors 头的元数据里（:func:`~tinyformer.weights.save_weights`），网页只读这一个文件就能建模型。
+    半精度让文件小一半；网页的译文与把权重舍入到 float16 的包（``p.data = p.data.half().float()``）
+    逐词相同（tests/book/test_page_forward.py 核对）。每个文件原子地写。
+    """
+    check_instance("translator", translator, Translator)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {name: directory / name for name in PAGE_FILES}
+    config = dataclasses.asdict(translator.model.config)
+    save_weights(
+        paths["translator.safetensors"],
+        translator.model,
+        {"format": PAGE_FORMAT, "config": config},
+        dtype=torch.float16,
+    )
     with atomic_write(paths["translator.json"]) as file:
-        file.write(text.encode("utf-8"))
+        file.write(settings_json(translator))
     return paths

@@ -1,0 +1,89 @@
+"""到第一个结果为止下载了多少字节：第 8 章的网页翻译器、第 5 章的检查器、第 9 章的写诗器。
+
+在无头 Chromium 里（空缓存）打开页面，触发（翻译器滚进视野、打开检查器、按下“写诗”），等它算完；把页面
+加载过的每个文件加起来：原样的字节数，以及开着 gzip 的静态托管发出的字节数（文本类文件按 gzip -6 压缩，
+权重等二进制文件原样）。比较两次构建时各量一次，例如
+
+    python -m benchmarks.page_model_bytes _build/html
+    python -m benchmarks.page_model_bytes /tmp/old_build/html
+"""
+
+import functools
+import gzip
+import http.server
+import sys
+import threading
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from tests.kit import playwright_chromium
+
+TEXT = (
+    ".html",
+    ".js",
+    ".mjs",
+    ".css",
+    ".json",
+    ".svg",
+    ".txt",
+)  # 托管压缩的类型（nginx 的 gzip_types）
+# (名字, 页面, 组件, 怎样触发)
+WIDGETS = [
+    ("翻译器", "chapters/ch08_translation.html", ".live-translator", "scroll"),
+    ("检查器", "chapters/ch05_attention.html", ".tf-inspector", "summary"),
+    ("写诗器", "chapters/ch09_gpt_poetry.html", ".poem-writer", ".pw-run"),
+]
+
+
+def sent(site: Path, paths: set[str]) -> tuple[int, int]:
+    """(原样的字节数, gzip 托管发出的字节数)。"""
+    raw = compressed = 0
+    for path in paths:
+        file = site / unquote(path).lstrip("/")
+        if file.is_file():
+            data = file.read_bytes()
+            raw += len(data)
+            compressed += len(gzip.compress(data, 6, mtime=0)) if file.suffix in TEXT else len(data)
+    return raw, compressed
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def main(site: Path) -> None:
+    handler = functools.partial(Quiet, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sync_playwright, executable = playwright_chromium()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True)
+        for name, page_path, widget, trigger in WIDGETS:
+            context = browser.new_context()
+            page = context.new_page()
+            paths = set()
+            page.on("requestfinished", lambda r, paths=paths: paths.add(urlparse(r.url).path))
+            page.goto(f"http://127.0.0.1:{server.server_port}/{page_path}", wait_until="load")
+            page.wait_for_load_state("networkidle")
+            before = set(paths)
+            page.locator(widget).scroll_into_view_if_needed()
+            if trigger != "scroll":
+                page.click(f"{widget} > summary" if trigger == "summary" else f"{widget} {trigger}")
+            page.wait_for_function(
+                f"() => ['done', 'error'].includes(document.querySelector('{widget}').dataset.state)",
+                timeout=300_000,
+            )
+            state = page.locator(widget).get_attribute("data-state")
+            total, after = sent(site, paths), sent(site, paths - before)
+            print(
+                f"{name}（{state}）：打开页面到第一个结果 {total[1] / 1e6:.2f} MB（gzip 托管；原样 "
+                f"{total[0] / 1e6:.2f} MB），其中触发之后 {after[1] / 1e6:.2f} MB"
+            )
+            context.close()
+        browser.close()
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "_build/html").resolve())
