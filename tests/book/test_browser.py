@@ -279,7 +279,7 @@ def test_search_finds_the_chapters_that_teach_a_term(visit, site, term):
 
 
 @pytest.mark.parametrize(
-    "name, scroll_to",
+    "name, target_selector",
     [
         ("chapters/ch00_preface", None),
         # 交互图快进入视野时才加载（_ext/vega_charts.py）、远处的节快进入视野时才排版（content-visibility）：
@@ -291,19 +291,19 @@ def test_search_finds_the_chapters_that_teach_a_term(visit, site, term):
         ("chapters/appendix_glossary", None),
     ],
 )
-def test_screenshot(visit, name, scroll_to):
+def test_screenshot(visit, name, target_selector):
     """给人看的截图：中文是真字形、公式已排版、控件可见。"""
     page = visit(f"{name}.html").page
     if has_math(name):
         wait_for_mathjax(page)
     if has_widgets(name):
         wait_for_widgets(page)
-    if scroll_to:
-        target = page.locator(scroll_to).first
+    if target_selector:
+        target = page.locator(target_selector).first
         scroll_to(target)  # 还没画的交互图高度为 0，不算“可见”
-        if scroll_to == "div.math":
+        if target_selector == "div.math":
             target.locator("mjx-container[display=true]").wait_for()
-        if scroll_to == "div.tinyformer-vega":
+        if target_selector == "div.tinyformer-vega":
             page.wait_for_function("() => document.querySelector('div.tinyformer-vega')?.vegaView")
     page.evaluate("() => document.fonts.ready")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
