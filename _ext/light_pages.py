@@ -3,7 +3,8 @@
 构建结束（``build-finished``）后删掉 ``_build/html/_static`` 里浏览器从不请求的文件：
 
 1. MathJax。sphinx-mathjax-offline 把整个 MathJax 3.2.2（24 MB：各种组合包、SVG 输出、朗读引擎
-   sre……）复制进网站，页面只加载 ``tex-chtml.js`` 和它的 CHTML 字体（在无头 Chromium 里逐页
+   sre……）复制进网站。网页的公式在构建时排好（_ext/static_math.py），只加载 CHTML 字体，网站里只留字体；
+   全书 PDF 的单页 HTML 在浏览器里排版，只加载 ``tex-chtml.js`` 和它的 CHTML 字体（在无头 Chromium 里逐页
    量过，tests/book/test_browser.py 每次都再量）。另外留下 TeX 的扩展包：公式里一旦用到
    ``\\boldsymbol`` 这类命令，MathJax 的 autoload 会按需加载它们。MathJax 右键菜单里的朗读与
    探索功能（a11y、sre）因此不可用。
@@ -40,10 +41,11 @@ MATHJAX_KEEP = [
     "output/chtml/fonts/woff-v2/*.woff",
     "input/tex/extensions/*.js",
 ]
+MATHJAX_FONTS = ["output/chtml/fonts/woff-v2/*.woff"]
 MATHJAX_DROP = ["input/tex/extensions/all-packages.js"]  # 全部扩展的合集，autoload 不用它
 
 
-def prune_mathjax(static: Path) -> int:
+def prune_mathjax(static: Path, keep: list[str] = MATHJAX_KEEP) -> int:
     """删掉 MathJax 里页面不加载的文件；返回删掉的字节数。"""
     root = static / "mathjax"
     if not root.is_dir():
@@ -55,8 +57,7 @@ def prune_mathjax(static: Path) -> int:
             if not any(path.iterdir()):
                 path.rmdir()
             continue
-        keep = any(fnmatch(rel, p) for p in MATHJAX_KEEP)
-        if not keep or any(fnmatch(rel, p) for p in MATHJAX_DROP):
+        if not any(fnmatch(rel, p) for p in keep) or any(fnmatch(rel, p) for p in MATHJAX_DROP):
             removed += path.stat().st_size
             path.unlink()
     return removed
@@ -114,7 +115,8 @@ def page_weight(page: Path, site: Path) -> dict[str, int]:
     files |= {f for f in (_local_file(page, u) for u in urls) if f is not None}
     loaded = " ".join(urls)
     static = site / "_static"
-    if "mathjax/" in loaded:
+    # 浏览器里排版的页面（全书 PDF 的单页 HTML）加载 MathJax，构建时排好的页面只加载字体（_ext/static_math.py）
+    if "mathjax/" in loaded or soup.select_one("style#static-math"):
         files |= set((static / "mathjax" / "output").rglob("*.woff"))
     if soup.select_one('script[type="application/vnd.jupyter.widget-view+json"]'):
         # 控件快进入视野时才加载控件管理器（_ext/page_scripts.py），也算上它和它的图标字体
@@ -170,7 +172,12 @@ def _prune(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     site = Path(app.outdir)
-    removed = prune_mathjax(site / "_static") + prune_unrequested(site / "_static")
+    # 公式在构建时排好的网站（_ext/static_math.py）只用 MathJax 的字体
+    in_browser = any(
+        "_static/mathjax/tex-chtml.js" in p.read_text("utf-8") for p in html_pages(site)
+    )
+    keep = MATHJAX_KEEP if in_browser else MATHJAX_FONTS
+    removed = prune_mathjax(site / "_static", keep) + prune_unrequested(site / "_static")
     logger.info(f"light_pages: removed {removed / 1e6:.1f} MB of unrequested files")
     fill_report(site)
 

@@ -13,7 +13,8 @@
 4. 公式不在 Tab 键的顺序里（_config.yml 的 MathJax 设置）；只有比栏宽、要横向滚动的行间公式和表格（手机上）
    拿一个停靠点（tabindex=0），键盘用户才能滚动它（axe 的 scrollable-region-focusable）。公式快进入视野时
    才排版（MathJax 的 ui/lazy）；全书 PDF 的单页 HTML 关掉它，打印前全部排好。
-5. 控件管理器（embed.js，1.9 MB）不在页面打开时加载：等第一个控件离视野还有约一屏时才加载（全书 PDF 的单页
+5. 跳到页内某一节之后，等沿途先不排版的节（content-visibility，_theme/site.css）排好，把目标放回视野（SETTLE_ANCHOR）。
+6. 控件管理器（embed.js，1.9 MB）不在页面打开时加载：等第一个控件离视野还有约一屏时才加载（全书 PDF 的单页
    HTML 除外）。embed.js 只在 window 的 load 事件里渲染控件；load 早已发生，所以它执行的那一刻把它登记的
    load 回调改成立刻执行。
 
@@ -44,13 +45,50 @@ window.addEventListener("DOMContentLoaded", () => {
     if (el.scrollWidth > el.clientWidth + 1) el.tabIndex = 0;
     else el.removeAttribute("tabindex");
   };
-  // 公式快进入视野时才排版（ui/lazy），排好、窗口变宽变窄时它的大小都会变
+  // 窗口变宽变窄时大小会变（全书 PDF 的单页 HTML 里公式排好时也变）
   const sizes = new ResizeObserver((entries) => entries.forEach((entry) => mark(entry.target)));
-  const watch = () => document.querySelectorAll('.bd-article table, mjx-container[display="true"]')
-    .forEach((el) => sizes.observe(el));
+  const all = () => document.querySelectorAll('.bd-article table, mjx-container[display="true"]');
+  const watch = () => all().forEach((el) => sizes.observe(el));
   watch();
+  // 页面打开时全部量一遍。一口气量完会逼浏览器把离视野远、本来先不排版的节（content-visibility）也排版，
+  // 主线程卡一大段：分片量，每片约 10 ms，做完时 <html> 上标 data-scrollables（浏览器测试等它）
+  const queue = [...all()];
+  const step = () => {
+    const start = performance.now();
+    while (queue.length && performance.now() - start < 10) mark(queue.shift());
+    if (queue.length) setTimeout(step);
+    else document.documentElement.dataset.scrollables = "ready";
+  };
+  setTimeout(step);
   if (window.MathJax && MathJax.startup) MathJax.startup.promise.then(watch);
 });"""
+# 远处的节先不排版（content-visibility，_theme/site.css）：跳到页内某处（目录、页内链接、带 # 的网址）时，
+# 浏览器先按估计的高度滚过去，沿途的节排好后高度变了，目标跟着移位。跳转后跟几帧，把目标放回视野里，
+# 直到它不再移动（最多约一秒，读者自己滚动就停）
+SETTLE_ANCHOR = """
+(() => {
+  const settle = () => {
+    const id = decodeURIComponent(location.hash.slice(1));
+    const target = id && document.getElementById(id);
+    if (!target) return;
+    let last = NaN, still = 0, frames = 0;
+    const stop = () => { frames = Infinity; };
+    window.addEventListener("wheel", stop, {once: true});
+    window.addEventListener("touchstart", stop, {once: true});
+    const step = () => {
+      const top = target.getBoundingClientRect().top;
+      still = Math.abs(top - last) < 1 ? still + 1 : 0;
+      if (still > 10 || ++frames > 90) return;
+      // instant：主题（bootstrap）让页面平滑滚动，滚动的动画里每一帧的位置都在变
+      if (Math.abs(top) > 1 && still === 0) target.scrollIntoView({behavior: "instant"});
+      last = target.getBoundingClientRect().top;
+      requestAnimationFrame(step);
+    };
+    requestAnimationFrame(step);
+  };
+  window.addEventListener("hashchange", settle);
+  window.addEventListener("load", settle);
+})();"""
 # 排好之前不显示 TeX 源码（_theme/site.css）；不运行脚本的浏览器照样显示源码
 PENDING = 'document.documentElement.classList.add("mathjax-pending");'
 # 全书 PDF 的单页 HTML：打印时不滚动，公式要全部排好（MathJax 的设置在这之前的内联脚本里，tex-chtml.js 是 defer 的）
@@ -103,6 +141,8 @@ def fix_scripts(app, pagename, templatename, context, doctree):
     ]
 
     app.add_js_file(None, body=SCROLLABLE)
+    if app.builder.name == "html":
+        app.add_js_file(None, body=SETTLE_ANCHOR)
     if any("mathjax/" in (js.filename or "") for js in scripts):
         app.add_js_file(None, body=PENDING)
     if app.builder.name == "singlehtml" and any(

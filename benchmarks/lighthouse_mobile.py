@@ -5,8 +5,11 @@
     .venv/bin/python benchmarks/lighthouse_mobile.py [--runs 3] [--site _build/html] [页面 ...]
 
 Lighthouse 12 的 mobile 预设（模拟的 4 倍 CPU 减速与 1.6 Mbps 网络），用 Debian 的 chromium；每页跑
-``--runs`` 次，报告 Performance、Accessibility、Best Practices、SEO 的中位数和 LCP、TBT 的中位数。
-最后一行是 JSON。页面默认是各章与前言（_toc.yml 里的 chapters/ch*.html）。
+``--runs`` 次，报告 Performance、Accessibility、Best Practices、SEO 的中位数和 FCP、LCP、TBT、SI、CLS、
+DOM 元素数的中位数。Lighthouse 默认的节流是按观测到的时间线*模拟*的：同一台机器上别的进程抢 CPU 时 TBT
+会虚高，所以比较改动前后要在同一时段量，并看 ``--breakdown``：每页最后一次运行的主线程时间按类别
+（mainthread-work-breakdown）和按脚本（bootup-time）列出。最后一行是 JSON。页面默认是各章与前言
+（chapters/ch*.html）。
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
 
-def lighthouse(url: str) -> dict:
+def report(url: str) -> dict:
+    """Lighthouse 对一页的完整报告（JSON）。tests/book/test_phone.py 也用它检查不依赖 CPU 快慢的几项。"""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "report.json"
         flags = "--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage"
@@ -75,11 +79,32 @@ def lighthouse(url: str) -> dict:
             check=True,
             env={**os.environ, "CHROME_PATH": os.environ.get("CHROME_PATH", "/usr/bin/chromium")},
         )
-        report = json.loads(out.read_text("utf-8"))
-    scores = {k: round(v["score"] * 100) for k, v in report["categories"].items()}
-    audits = report["audits"]
+        return json.loads(out.read_text("utf-8"))
+
+
+def lighthouse(url: str) -> dict:
+    result = report(url)
+    scores = {k: round(v["score"] * 100) for k, v in result["categories"].items()}
+    audits = result["audits"]
+    scores["fcp_s"] = audits["first-contentful-paint"]["numericValue"] / 1000
     scores["lcp_s"] = audits["largest-contentful-paint"]["numericValue"] / 1000
     scores["tbt_ms"] = audits["total-blocking-time"]["numericValue"]
+    scores["si_s"] = audits["speed-index"]["numericValue"] / 1000
+    scores["cls"] = audits["cumulative-layout-shift"]["numericValue"]
+    scores["dom"] = audits["dom-size"]["numericValue"]
+    scores["breakdown"] = {
+        "main thread (ms)": {
+            i["groupLabel"]: round(i["duration"])
+            for i in audits["mainthread-work-breakdown"]["details"]["items"]
+        },
+        "scripts (ms)": {
+            i["url"].rsplit("/", 1)[-1] or i["url"]: round(i["total"])
+            for i in audits["bootup-time"]["details"]["items"]
+        },
+        "render-blocking": [
+            i["url"] for i in audits["render-blocking-resources"]["details"].get("items", [])
+        ],
+    }
     return scores
 
 
@@ -88,6 +113,7 @@ def main() -> None:
     parser.add_argument("pages", nargs="*")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--site", type=Path, default=ROOT / "_build" / "html")
+    parser.add_argument("--breakdown", action="store_true", help="列出主线程时间的分项")
     args = parser.parse_args()
     pages = args.pages or sorted(
         p.relative_to(args.site).as_posix() for p in (args.site / "chapters").glob("ch*.html")
@@ -97,14 +123,20 @@ def main() -> None:
     try:
         for page in pages:
             runs = [lighthouse(base + page) for _ in range(args.runs)]
+            breakdown = runs[-1].pop("breakdown")
+            for r in runs[:-1]:
+                del r["breakdown"]
             results[page] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             row = results[page]
             print(
                 f"{page:40s} perf {row['performance']:3.0f}  a11y {row['accessibility']:3.0f}  "
                 f"bp {row['best-practices']:3.0f}  seo {row['seo']:3.0f}  "
-                f"LCP {row['lcp_s']:5.1f} s  TBT {row['tbt_ms']:5.0f} ms",
+                f"FCP {row['fcp_s']:4.1f} s  LCP {row['lcp_s']:4.1f} s  TBT {row['tbt_ms']:5.0f} ms  "
+                f"SI {row['si_s']:4.1f} s  CLS {row['cls']:.3f}  DOM {row['dom']:.0f}",
                 flush=True,
             )
+            if args.breakdown:
+                print(json.dumps(breakdown, ensure_ascii=False, indent=1), flush=True)
     finally:
         server.shutdown()
     print(json.dumps(results, ensure_ascii=False))

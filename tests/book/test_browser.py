@@ -1,6 +1,6 @@
 """在真正的浏览器里读这本书：无头 Chromium 打开本机 http.server 上的 _build/html。
 
-每一章：没有失败的请求、没有控制台错误，公式已由 MathJax 排好，保存的控件渲染出来，图片都加载了，
+每一章：没有失败的请求、没有控制台错误，公式已排好（构建时由 MathJax 排好，_ext/static_math.py），保存的控件渲染出来，图片都加载了，
 Binder 与 Colab 按钮指向本章的笔记本。除 127.0.0.1 以外的请求一律拦下并记为失败，所以这些测试
 同时证明网页离线可用。搜索页能用书里的术语找到讲它的那几章。截图存到 _build/screenshots/。
 
@@ -156,15 +156,36 @@ def visit(browser, server):
 
 
 def wait_for_mathjax(page):
-    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-    page.evaluate("() => MathJax.startup.promise")
+    """公式在构建时排好（_ext/static_math.py）：网页不加载 MathJax，只等公式的字体。"""
+    assert page.evaluate("() => window.MathJax === undefined"), "网页不该再加载 MathJax"
+    page.evaluate("() => document.fonts.ready")
+
+
+SCROLL = """async (e) => {
+  const frames = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  e.scrollIntoView({block: "center", behavior: "instant"});
+  await frames();
+  const first = e.getBoundingClientRect().top;
+  await frames();
+  const top = e.getBoundingClientRect().top;
+  return Math.abs(top - first) < 1 && top >= 0 && top <= innerHeight;
+}"""
+
+
+def scroll_to(locator):
+    """把元素滚进视野。离视野远的节先不排版（content-visibility，_theme/site.css）：按估计的高度滚过去后，
+    沿途的节排好、高度变了，目标会移位，所以再滚，直到它停在视野里。"""
+    for _ in range(20):
+        if locator.evaluate(SCROLL):
+            return
+    raise AssertionError("滚了 20 次，元素还不停在视野里")
 
 
 def wait_for_widgets(page):
     """每个保存的控件视图都渲染成了控件 DOM（控件快进入视野时才加载控件管理器：先滚到它们那里）。"""
     views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]')
     for index in range(views.count()):
-        views.nth(index).evaluate("(v) => v.parentElement.scrollIntoView()")
+        scroll_to(views.nth(index).locator("xpath=.."))
     page.wait_for_function(
         """() => {
             const views = document.querySelectorAll(
@@ -258,10 +279,11 @@ def test_search_finds_the_chapters_that_teach_a_term(visit, site, term):
 
 
 @pytest.mark.parametrize(
-    "name, scroll_to",
+    "name, target_selector",
     [
         ("chapters/ch00_preface", None),
-        # 公式、交互图快进入视野时才排版、加载（MathJax 的 ui/lazy，_ext/vega_charts.py）：先滚过去，再等它画好
+        # 交互图快进入视野时才加载（_ext/vega_charts.py）、远处的节快进入视野时才排版（content-visibility）：
+        # 先滚过去，再等它画好
         ("chapters/ch03_positional_encoding", "div.math"),
         ("chapters/ch01_overview", ".widget-interact >> visible=true"),
         ("chapters/ch05_attention", "div.tinyformer-vega"),
@@ -269,19 +291,19 @@ def test_search_finds_the_chapters_that_teach_a_term(visit, site, term):
         ("chapters/appendix_glossary", None),
     ],
 )
-def test_screenshot(visit, name, scroll_to):
+def test_screenshot(visit, name, target_selector):
     """给人看的截图：中文是真字形、公式已排版、控件可见。"""
     page = visit(f"{name}.html").page
     if has_math(name):
         wait_for_mathjax(page)
     if has_widgets(name):
         wait_for_widgets(page)
-    if scroll_to:
-        target = page.locator(scroll_to).first
-        target.evaluate("(e) => e.scrollIntoView()")  # 还没画的交互图高度为 0，不算“可见”
-        if scroll_to == "div.math":
+    if target_selector:
+        target = page.locator(target_selector).first
+        scroll_to(target)  # 还没画的交互图高度为 0，不算“可见”
+        if target_selector == "div.math":
             target.locator("mjx-container[display=true]").wait_for()
-        if scroll_to == "div.tinyformer-vega":
+        if target_selector == "div.tinyformer-vega":
             page.wait_for_function("() => document.querySelector('div.tinyformer-vega')?.vegaView")
     page.evaluate("() => document.fonts.ready")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -295,7 +317,7 @@ def test_screenshot(visit, name, scroll_to):
 # 窄屏不横向溢出、深色模式，以及每页三张截图（桌面 1366、手机 390、深色）。
 # ---------------------------------------------------------------------------------------------
 
-PAGE_BUDGET = 5_600_000  # 一页连同它加载的全部文件，字节（与 tests/book/test_site_size.py 的静态估计同一上限）
+PAGE_BUDGET = 4_500_000  # 一页连同它加载的全部文件，字节（与 tests/book/test_site_size.py 的静态估计同一上限）
 VIEWS = {
     "desktop": {"viewport": {"width": 1366, "height": 900}, "color_scheme": "light"},
     "phone": {"viewport": {"width": 390, "height": 844}, "color_scheme": "light"},
@@ -580,7 +602,7 @@ def live_translate(page, sentence):
 
 
 def wait_for_live_model(page):
-    page.locator(LIVE).scroll_into_view_if_needed()  # 翻译器滚进视野时才加载模型
+    scroll_to(page.locator(LIVE))  # 翻译器滚进视野时才加载模型
     page.wait_for_function(
         f"() => !document.querySelector('{LIVE} button').disabled "
         f"|| document.querySelector('{LIVE} .lt-status').textContent.includes('没能加载')",
@@ -637,7 +659,7 @@ def test_live_translator_translates_like_the_cli(visit, shipped_translator):
         f"() => document.querySelector('{LIVE}').dataset.sentence === '她明天在家写作业吗？'"
         f" && document.querySelector('{LIVE}').dataset.state === 'done'"
     )
-    page.locator(LIVE).scroll_into_view_if_needed()
+    scroll_to(page.locator(LIVE))
     page.evaluate("() => document.fonts.ready")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / "ch08_live_translator.png"
@@ -652,7 +674,7 @@ def test_live_translator_from_file_url_says_it_needs_http(browser, site):
     page = browser.new_page()
     try:
         page.goto((site / f"{CH08}.html").as_uri(), wait_until="load")
-        page.locator(LIVE).scroll_into_view_if_needed()
+        scroll_to(page.locator(LIVE))
         page.wait_for_function(
             f"() => document.querySelector('{LIVE} .lt-status').textContent.includes('没能加载')",
             timeout=60_000,
@@ -759,7 +781,7 @@ def test_explorer_controls_redraw_the_chart(browser, server, site, name, how):
         for index in range(
             charts.count()
         ):  # 图快进入视野时才加载 vega、画图（_ext/vega_charts.py）
-            charts.nth(index).scroll_into_view_if_needed()
+            scroll_to(charts.nth(index))
         page.wait_for_function(
             "() => [...document.querySelectorAll('div.tinyformer-vega')]"
             ".every((el) => el.dataset.rendered === 'true')"
@@ -768,7 +790,7 @@ def test_explorer_controls_redraw_the_chart(browser, server, site, name, how):
             element = charts.nth(index).element_handle()
             controls = element.evaluate(CONTROLS_JS)
             assert controls, f"第 {index} 张图没有控件"
-            charts.nth(index).scroll_into_view_if_needed()
+            scroll_to(charts.nth(index))
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             stem = f"explorer-{Path(name).name[:4]}-{how}"
             if how == "http":
@@ -818,7 +840,7 @@ def test_chapter_10_explorer_ends_at_the_package_encoding(visit):
     bpe = shipped_bpe()
     page = visit("chapters/ch10_bpe_chinese.html").page
     # 交互图快进入视野时才加载 vega：先滚过去
-    page.locator("div.tinyformer-vega").first.scroll_into_view_if_needed()
+    scroll_to(page.locator("div.tinyformer-vega").first)
     page.wait_for_function("() => document.querySelector('div.tinyformer-vega')?.vegaView")
     element = page.locator("div.tinyformer-vega").first.element_handle()
     for s, sentence in enumerate(SENTENCES):
@@ -838,7 +860,7 @@ def test_chapter_10_explorer_ends_at_the_package_encoding(visit):
 def test_chapter_4_explorer_shows_the_dot_product_ignores_the_start(visit):
     """第 4 章的图要讲的性质在网页上成立：成对编码时拖动起点 p 曲线不变，只用 sin 时跟着变。"""
     page = visit("chapters/ch04_positional_proofs.html").page
-    page.locator("div.tinyformer-vega").first.scroll_into_view_if_needed()
+    scroll_to(page.locator("div.tinyformer-vega").first)
     page.wait_for_function("() => document.querySelector('div.tinyformer-vega')?.vegaView")
     element = page.locator("div.tinyformer-vega").first.element_handle()
     names = [name for name, _ in element.evaluate(CONTROLS_JS)]
