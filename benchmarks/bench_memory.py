@@ -7,9 +7,9 @@
 比值取逐轮比值的中位数，机器负载的波动在比值里抵消：
 
 - ``default``：glibc 默认的自动阈值；
-- ``fixed``：先用 ``mallopt(M_MMAP_THRESHOLD, 128 KB)`` 把阈值固定住，每个大于它的张量单独 mmap；
-- ``trimmed``：同 default，删掉模型后调用 :func:`tinyformer.book.memory.return_freed_memory`
-  （``malloc_trim``；内核里它在每个单元格之后运行）。
+- ``fixed``：先调用 :func:`tinyformer.book.memory.return_freed_memory`，把阈值固定在 128 KB，
+  每个大于它的张量单独 mmap（各章的导入单元格这样做）；
+- ``trimmed``：同 default，删掉模型后调用 glibc 的 ``malloc_trim(0)``（把堆里空闲的整页还给系统）。
 
 每个子进程先分配、释放一个 30 MB 的张量（笔记本里大矩阵之后的常态：glibc 因此把阈值调高），再训练若干步，
 报告训练的秒数，以及训练完、删掉模型之后的常驻内存。
@@ -33,8 +33,7 @@ from tinyformer.book.memory import return_freed_memory
 mode, (steps, d_model, threads) = sys.argv[1], map(int, sys.argv[2:5])
 torch.set_num_threads(threads)
 if mode == "fixed":
-    M_MMAP_THRESHOLD = -3  # glibc <malloc.h>
-    assert ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1
+    assert return_freed_memory()
 
 
 def rss_mb() -> float:
@@ -59,7 +58,7 @@ for _ in range(steps):
 seconds = time.perf_counter() - start
 del model, optimizer, logits, loss
 if mode == "trimmed":
-    return_freed_memory()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
 print(seconds, rss_mb())
 """
 

@@ -3,13 +3,12 @@
 Linux 上 glibc 的 malloc 把大于“mmap 阈值”的分配用 mmap 单独向系统要，释放时立刻还回去；更小的从堆上分，
 释放后留在进程里等下次再用。这个阈值起初是 128 KB，但每释放一块用 mmap 分到的内存，glibc 就把阈值调高到
 那一块的大小（最高 32 MB）。笔记本里先算过一个大矩阵，之后几 MB 到几十 MB 的张量就都从堆上分，``del``
-之后常驻内存也不降：内核的峰值变成各个单元格留下的内存之 **和**，而不是其中最大的一个。
+之后常驻内存也不降，单元格里的临时张量还在堆里越堆越高。
 mybinder.org 只保证 1 GB 内存，要放得下两章笔记本和 Jupyter 服务器，每章的峰值就得在 500 MB 以内。
 
-办法是每个单元格运行完调用一次 glibc 的 ``malloc_trim(0)``：它把堆里整页空闲的内存交还系统。
-只在单元格之间做，训练循环里的分配照旧从堆上复用，不变慢。（另一个办法是用 ``mallopt`` 把阈值固定在
-128 KB，让每个大于它的张量都单独 mmap：常驻内存同样降下来，但每次分配都要系统调用和清零新页，
-``benchmarks/bench_memory.py`` 里训练一个小 GPT 慢了约 1.7 倍。）
+代价：每次分配、释放大于阈值的张量都要一次系统调用，新页要由内核清零。``benchmarks/bench_memory.py``
+里训练一个小 GPT（每个张量几 MB）慢了约 1.7 倍；各章的执行时间看不出差别（它们的张量大多更小或计算更重）。
+只在单元格之间调用 ``malloc_trim`` 没有这个代价，但各章的峰值几乎不降（单元格之内的临时张量仍在堆里累积）。
 """
 
 from __future__ import annotations
@@ -17,19 +16,17 @@ from __future__ import annotations
 import ctypes
 import platform
 
+M_MMAP_THRESHOLD = -3  # glibc <malloc.h> 里 mallopt 的参数号
+
 __all__ = ["return_freed_memory"]
 
 
-def _trim(*_) -> None:
-    """把堆里空闲的整页还给操作系统（IPython 的 ``post_run_cell`` 事件会传入一个参数，忽略它）。"""
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
+def return_freed_memory(threshold: int = 128 * 1024) -> bool:
+    """把 glibc 的 mmap 阈值固定为 ``threshold`` 字节（也就关掉了它的自动调高）；返回是否生效。
 
-
-def return_freed_memory() -> bool:
-    """在 IPython 内核里登记：每个单元格运行完，把空闲的堆内存还给操作系统；返回是否生效。
-
-    不在 IPython 里（脚本、测试）时只当场还一次。只在用 glibc 的系统（一般的 Linux、Binder、Colab）上
-    有事可做；macOS、Windows 和 musl 的 Linux 上什么也不做，返回 ``False``。可以重复调用，不会重复登记。
+    之后大于 ``threshold`` 的张量都单独用 mmap 分配，``del`` 之后立刻还给操作系统。只在用 glibc 的系统
+    （一般的 Linux、Binder、Colab）上有事可做；macOS、Windows 和 musl 的 Linux 上什么也不做，返回
+    ``False``。可以重复调用。
 
     例子::
 
@@ -38,13 +35,4 @@ def return_freed_memory() -> bool:
     """
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
-    try:
-        from IPython import get_ipython
-    except ImportError:  # 没装 IPython 的环境
-        shell = None
-    else:
-        shell = get_ipython()
-    if shell is not None and _trim not in shell.events.callbacks["post_run_cell"]:
-        shell.events.register("post_run_cell", _trim)
-    _trim()
-    return True
+    return ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, threshold) == 1
