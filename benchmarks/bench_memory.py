@@ -17,11 +17,13 @@
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 import statistics
 import subprocess
 import sys
+
+from _bench import interleave, options, paired
 
 CHILD = """
 import ctypes, re, sys, time
@@ -75,27 +77,22 @@ def run(mode: str, steps: int, d_model: int, threads: int) -> tuple[float, float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--tiny", action="store_true", help="极小规模，只检查能跑通")
-    args = parser.parse_args()
-    steps, d_model, repeats = (2, 32, 1) if args.tiny else (10, 256, args.repeats)
-    results = {"default": [], "fixed": [], "trimmed": []}
-    for _ in range(repeats):
-        for mode in results:
-            results[mode].append(run(mode, steps, d_model, args.threads))
+    args = options(__doc__, repeats=5, warmup=0)
+    steps, d_model = (2, 32) if args.tiny else (10, 256)
+    modes = ("default", "fixed", "trimmed")
+    cases = {m: functools.partial(run, m, steps, d_model, args.threads or 1) for m in modes}
+    results = interleave(cases, args.repeats, args.warmup)  # 情形 -> 每轮的 (秒数, 常驻内存 MB)
+    seconds = {mode: [s for s, _ in rows] for mode, rows in results.items()}
     summary = {}
     for mode, rows in results.items():
-        summary[f"{mode}_seconds"] = round(statistics.median(s for s, _ in rows), 3)
+        summary[f"{mode}_seconds"] = round(statistics.median(seconds[mode]), 3)
         summary[f"{mode}_rss_mb_after"] = round(statistics.median(r for _, r in rows), 1)
         print(
             f"{mode:8s} 训练 {steps} 步 {summary[f'{mode}_seconds']:.2f} 秒，"
             f"删掉模型后常驻内存 {summary[f'{mode}_rss_mb_after']:.0f} MB"
         )
     for mode in ("fixed", "trimmed"):
-        ratios = [m[0] / d[0] for d, m in zip(results["default"], results[mode], strict=True)]
-        summary[f"seconds_ratio_{mode}_over_default"] = round(statistics.median(ratios), 3)
+        summary[f"seconds_ratio_{mode}_over_default"] = round(paired(seconds, mode, "default"), 3)
     print(json.dumps(summary))
 
 
