@@ -16,6 +16,7 @@ grammar.json）和 ``_static/live_translator/``（live_translator.js，前向 tr
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +43,8 @@ def export_when_stale(out: Path, export, weights: Path | None = None) -> None:
     digest.update(torch.__version__.encode())
     stamp = out / ".stamp"
     if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
+        shutil.rmtree(out, ignore_errors=True)  # 以前的导出（例如不再用的 .onnx）不留在网站里
+        out.mkdir(parents=True)
         export()
         stamp.write_text(digest.hexdigest())
 
