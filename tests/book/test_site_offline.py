@@ -110,7 +110,7 @@ def test_pinned_web_assets_are_the_versions_myst_nb_would_load_from_a_cdn():
 
     defaults = " ".join(ipywidgets_js_factory())
     lock = json.loads((ROOT / "package-lock.json").read_text("utf-8"))["packages"]
-    packages = {**web_assets.PACKAGES, **web_assets.TRANSLATOR_PACKAGES, **web_assets.VEGA_PACKAGES}
+    packages = {**web_assets.PACKAGES, **web_assets.VEGA_PACKAGES}
     for name in packages:
         assert lock[f"node_modules/{name}"]["integrity"].startswith("sha512-"), name
     name = "@jupyter-widgets/html-manager"
