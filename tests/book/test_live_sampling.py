@@ -6,19 +6,16 @@ sampleDecode）在 node 里与 tinyformer.poetry.sampling 核对。
   在随机的 logits（含被禁的 -inf 与并列的值）和随包写诗模型的真 logits 上都核对；
 - seededRandom / sampleDecode：同一个种子抽到同样的序列，不同的种子不同；抽样的频率接近分布；
 - sampleDecode 的约束：force 的那一步不调用模型，ban 的词元（哪怕 logits 最大）永远抽不到；
-  贪心 + ban 时写出的与 Python 的 write(greedy=True) 逐字相同（每个前缀的 logits 由 Python 算好给 node）。
+  贪心 + ban 时写出的与 Python 的 write(greedy=True) 逐字相同、每步的候选相同：见 tests/book/test_page_forward.py
+  （网页自己的前向算 logits）。
 
 没有 node 时跳过（CI 里失败）。
 """
 
-import json
-
-import pytest
 import torch
 
-from tests.book.test_live_translator import node, run_node  # noqa: F401 -- node 是 fixture
 from tinyformer.poetry.pretrained import load_model
-from tinyformer.poetry.sampling import next_distribution, write
+from tinyformer.poetry.sampling import next_distribution
 
 PROB_TOL = 1e-12
 SETTINGS = [
@@ -59,10 +56,9 @@ def encode_row(row):
 DECODE_ROW = "const row = (r) => r.map((x) => (x === null ? -Infinity : x));"
 
 
-def test_next_distribution_keeps_the_same_set_with_the_same_probabilities(node):  # noqa: F811
+def test_next_distribution_keeps_the_same_set_with_the_same_probabilities(node):
     rows = logit_rows()
-    web = run_node(
-        node,
+    web = node(
         DECODE_ROW + "return data.rows.map((r) => data.settings.map(([t, k, p]) =>"
         " Array.from(m.nextDistribution(row(r), { temperature: t, topK: k, topP: p }))));",
         {"rows": [encode_row(r) for r in rows], "settings": SETTINGS},
@@ -76,9 +72,8 @@ def test_next_distribution_keeps_the_same_set_with_the_same_probabilities(node):
             assert float((got - expected).abs().max()) <= PROB_TOL, (r, t, k, p)
 
 
-def test_seeded_random_is_reproducible_and_uniform(node):  # noqa: F811
-    result = run_node(
-        node,
+def test_seeded_random_is_reproducible_and_uniform(node):
+    result = node(
         "const a = m.seededRandom(data.seed), b = m.seededRandom(data.seed), c = m.seededRandom(data.seed + 1);"
         "const xs = Array.from({ length: 20000 }, () => a());"
         "const ys = Array.from({ length: 20000 }, () => b());"
@@ -91,10 +86,9 @@ def test_seeded_random_is_reproducible_and_uniform(node):  # noqa: F811
     assert abs(result["mean"] - 0.5) < 0.01
 
 
-def test_draws_follow_the_distribution(node):  # noqa: F811
+def test_draws_follow_the_distribution(node):
     probs = next_distribution(torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64)))
-    counts = run_node(
-        node,
+    counts = node(
         "const r = m.seededRandom(7); const counts = [0, 0, 0, 0];"
         "for (let i = 0; i < 40000; i += 1) counts[m.drawIndex(data.p, r())] += 1; return counts;",
         {"p": probs.tolist()},
@@ -103,68 +97,15 @@ def test_draws_follow_the_distribution(node):  # noqa: F811
         sigma = (40000 * p * (1 - p)) ** 0.5
         assert abs(count - 40000 * p) < 5 * sigma, (counts, probs)
     # 概率为 0 的永远抽不到（u 取 0 或接近 1 也一样）
-    never = run_node(
-        node,
+    never = node(
         "return [0, 1e-12, 0.999999999].map((u) => m.drawIndex(data.p, u));",
         {"p": [0, 0.5, 0, 0.5, 0]},
     )
     assert never == [1, 1, 3]
 
 
-STEP_FROM_TABLE = (
-    "const calls = [];"
-    "const step = async ([p]) => { calls.push(p.length);"
-    " const r = data.table[JSON.stringify(p)]; if (!r) throw new Error('prefix not seen by Python: ' + p);"
-    " return { logits: [row(r)] }; };"
-)
-
-
-def greedy_table(model, vocab, prefix):
-    """Python 贪心写一首，记下它每个前缀（含 <bos>）的 logits。"""
-    poem = write(model, vocab, prefix, greedy=True, use_cache=False)
-    ids = vocab.encode(poem.text, bos=True)
-    table = {}
-    with torch.no_grad():
-        for t in range(len(vocab.encode(prefix, bos=True)), len(ids) + 1):
-            logits = model(torch.tensor([ids[:t]]))[0, -1].double()
-            table[json.dumps(ids[:t], separators=(",", ":"))] = encode_row(logits)
-    return poem, table
-
-
-@pytest.mark.parametrize("prefix", ["白日依山尽，", "春眠不觉晓，", "月"])
-def test_greedy_sample_decode_with_bans_writes_pythons_greedy_poem(node, prefix):  # noqa: F811
-    model, vocab = load_model()
-    poem, table = greedy_table(model, vocab, prefix)
-    start = vocab.encode(prefix, bos=True)
-    web = run_node(
-        node,
-        DECODE_ROW
-        + STEP_FROM_TABLE
-        + "const r = await m.sampleDecode({ step, bos: data.bos, eos: data.eos,"
-        " start: data.start, maxLen: data.maxLen - data.start.length, greedy: true,"
-        " constrain: () => ({ ban: data.ban }) });"
-        " return { ids: r.ids, top: r.steps.map((s) => s.top) };",
-        {
-            "table": table,
-            "bos": vocab.bos_id,
-            "eos": vocab.eos_id,
-            "start": start,
-            "maxLen": model.config.max_len,
-            "ban": [vocab.pad_id, vocab.bos_id, vocab.unk_id],
-        },
-    )
-    ids = web["ids"][:-1] if web["ids"][-1] == vocab.eos_id else web["ids"]
-    assert "".join(vocab.itos[i] for i in ids[1:]) == poem.text
-    # 每步的候选：与 Python 记下的（四舍五入到 4 位）相同
-    for top, choices in zip(web["top"], poem.choices, strict=False):
-        assert [vocab.itos[i] for i, _ in top] == [ch for ch, _ in choices]
-        for (_, p), (_, q) in zip(top, choices, strict=True):
-            assert abs(p - q) <= 5e-5 + 1e-6
-
-
-def test_constraints_force_without_calling_the_model_and_bans_are_never_drawn(node):  # noqa: F811
-    result = run_node(
-        node,
+def test_constraints_force_without_calling_the_model_and_bans_are_never_drawn(node):
+    result = node(
         "let calls = 0; const step = async () => { calls += 1; return { logits: [[0, 0, 9, 9, 1, 1]] }; };"
         "const runs = [];"
         "for (const seed of [0, 1, 2, 3, 4, 5, 6, 7]) {"
@@ -186,9 +127,8 @@ def test_constraints_force_without_calling_the_model_and_bans_are_never_drawn(no
     assert result["forced"] == [[True, [[4, 1]]], [True, [[4, 1]]]]
 
 
-def test_bad_sampling_options_are_named(node):  # noqa: F811
-    messages = run_node(
-        node,
+def test_bad_sampling_options_are_named(node):
+    messages = node(
         "const step = async () => ({ logits: [[0, 1]] });"
         "const tries = ["
         " () => m.sampleDecode({ step, bos: 0, eos: 1, temperature: 0 }),"

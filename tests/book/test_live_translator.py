@@ -15,13 +15,11 @@
 import hashlib
 import json
 import re
-import shutil
-import subprocess
 
 import matplotlib
 import pytest
 
-from tests.kit import ROOT, skip_or_fail
+from tests.kit import ROOT
 from tinyformer.text import (
     ATTACH_LEFT,
     SENTENCE_END,
@@ -34,31 +32,9 @@ from tinyformer.translation import cli
 from tinyformer.translation.corpus import PROPER_NOUNS, corpus_tokenizer, generate_corpus
 from tinyformer.translation.pretrained import load_translator
 
-SCRIPT = ROOT / "_static_ch08" / "live_translator" / "live_translator.js"
 BUDGET = 1_700_000  # 字节：模型（权重、词表、语法）与网页翻译器的脚本
 # 这些路径只许出现在第 8 章的页面里
 ASSET_DIRS = ("translator_model", "live_translator")
-
-
-@pytest.fixture(scope="module")
-def node():
-    executable = shutil.which("node")
-    if executable is None:
-        skip_or_fail("没有 node（Node.js，npm 自带）")
-    return executable
-
-
-def run_js(node, expression: str, data) -> object:
-    """在 node 里载入 live_translator.js（得到 m），对 JSON 数据 data 求 expression 的值。"""
-    program = (
-        f"const m = require({json.dumps(str(SCRIPT))});\n"
-        "const data = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
-        f"process.stdout.write(JSON.stringify({expression}));\n"
-    )
-    result = subprocess.run(
-        [node, "-e", program], input=json.dumps(data), capture_output=True, text=True, check=True
-    )
-    return json.loads(result.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +51,8 @@ def test_browser_segmentation_equals_jieba_on_the_whole_corpus(node, words):
     corpus = generate_corpus(seed=0)
     sentences = [p.zh for p in corpus.train + corpus.valid + corpus.test]
     assert len(sentences) == 12480
-    segmented = run_js(
-        node,
-        "data.sentences.map(s => m.segment(s, new Set(data.words)))",
+    segmented = node(
+        "return data.sentences.map(s => m.segment(s, new Set(data.words)));",
         {"sentences": sentences, "words": words},
     )
     different = [
@@ -112,18 +87,17 @@ def test_browser_segmentation_equals_jieba_on_the_whole_corpus(node, words):
 def test_unknown_words_get_the_clis_message(node, translator, words, sentence):
     with pytest.raises(ValueError) as info:
         translator.tokenize(sentence)
-    message = run_js(
-        node,
-        "m.unknownMessage(data.s, m.segment(data.s, new Set(data.words)), new Set(data.words), data.n)",
+    message = node(
+        "return m.unknownMessage(data.s, m.segment(data.s, new Set(data.words)), new Set(data.words),"
+        " data.n);",
         {"s": sentence, "words": words, "n": translator.model.config.max_len},
     )
     assert message == cli.cannot_translate(sentence, info.value)  # 中文，与命令行逐字相同
 
 
 def test_known_sentences_get_no_message(node, words):
-    message = run_js(
-        node,
-        "m.unknownMessage(data.s, m.segment(data.s, new Set(data.words)), new Set(data.words))",
+    message = node(
+        "return m.unknownMessage(data.s, m.segment(data.s, new Set(data.words)), new Set(data.words));",
         {"s": "我的朋友明天在图书馆看小说吗？", "words": words},
     )
     assert message is None
@@ -131,7 +105,7 @@ def test_known_sentences_get_no_message(node, words):
 
 def test_python_repr_of_strings(node):
     texts = ["我", "it's", 'say "hi"', "a'b\"c", "x\\y", "tab\tnew\n"]
-    assert run_js(node, "data.map(m.pyRepr)", texts) == [repr(t) for t in texts]
+    assert node("return data.map(m.pyRepr);", texts) == [repr(t) for t in texts]
 
 
 def test_browser_detokenize_equals_detokenize_en(node):
@@ -142,9 +116,8 @@ def test_browser_detokenize_equals_detokenize_en(node):
         "attach_left": sorted(ATTACH_LEFT),
         "sentence_end": sorted(SENTENCE_END),
     }
-    joined = run_js(
-        node,
-        "data.lists.map(t => m.detokenize(t, data.settings))",
+    joined = node(
+        "return data.lists.map(t => m.detokenize(t, data.settings));",
         {"lists": token_lists, "settings": settings},
     )
     assert joined == [detokenize_en(tokens, PROPER_NOUNS) for tokens in token_lists]
@@ -153,7 +126,7 @@ def test_browser_detokenize_equals_detokenize_en(node):
 def test_heatmap_colours_are_matplotlibs_viridis(node):
     """网页的热力图与 show_translation 的 matplotlib 图用同一色图：网页的 viridis(w) 与 matplotlib 的相差不到 6/255。"""
     values = [i / 200 for i in range(201)]
-    colours = run_js(node, "data.map(m.viridis)", values)
+    colours = node("return data.map(m.viridis);", values)
     cmap = matplotlib.colormaps["viridis"]
     for value, colour in zip(values, colours, strict=True):
         rgb = [int(c) for c in re.fullmatch(r"rgb\((\d+),(\d+),(\d+)\)", colour).groups()]
@@ -234,11 +207,10 @@ def test_browser_grammar_check_equals_in_grammar(node, translator, words, tmp_pa
         "我明天去北京",
         "明天我去北京。",
     ]
-    found = run_js(
-        node,
-        "data.ss.map((s) => m.inGrammar(m.segment(s, new Set(data.words)),"
+    found = node(
+        "return data.ss.map((s) => m.inGrammar(m.segment(s, new Set(data.words)),"
         " new Map(data.itos.map((w, i) => [w, i])),"
-        " { ...data.g, set: new Set(data.g.sentences.split('\\n')) }))",
+        " { ...data.g, set: new Set(data.g.sentences.split('\\n')) }));",
         {"ss": sentences, "words": words, "itos": translator.src_vocab.itos, "g": grammar},
     )
     assert found == [in_grammar(s) for s in sentences]
@@ -277,23 +249,9 @@ STEP_FROM_TABLE = (
 )
 
 
-def run_node(node, body: str, data) -> object:
-    """在 node 里载入 live_translator.js（m），data 是 JSON；body 是一个 async 函数体，return 的值以 JSON 返回。"""
-    program = (
-        f"const m = require({json.dumps(str(SCRIPT))});\n"
-        "const data = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
-        f"(async () => {{ {body} }})().then((r) => process.stdout.write(JSON.stringify(r)));\n"
-    )
-    result = subprocess.run(
-        [node, "-e", program], input=json.dumps(data), capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
 def run_decoder_js(node, expression, data):
     """在 node 里对 data 求 expression（一个 Promise）的值；step 是 STEP_FROM_TABLE。"""
-    return run_node(node, f"const step = {STEP_FROM_TABLE};\nreturn await ({expression});", data)
+    return node(f"const step = {STEP_FROM_TABLE};\nreturn await ({expression});", data)
 
 
 def decoding_cases():
@@ -377,20 +335,17 @@ def test_browser_beam_search_equals_beam_search(node, monkeypatch, beam_size, al
 
 
 def test_browser_decoders_name_a_bad_argument(node):
-    program = (
-        f"const m = require({json.dumps(str(SCRIPT))});\n"
-        "const step = async () => ({ logits: [[0, 1]] });\n"
-        "const tries = [\n"
-        "  () => m.greedyDecode({ step, bos: 0, eos: 1, maxLen: 0 }),\n"
-        "  () => m.greedyDecode({ step: null, bos: 0, eos: 1 }),\n"
-        "  () => m.beamSearch({ step, bos: 0, eos: 1, pad: 0, beamSize: 0 }),\n"
-        "  () => m.beamSearch({ step, bos: 0, eos: 1, pad: 0, alpha: -1 }),\n"
-        "];\n"
-        "Promise.all(tries.map((f) => f().then(() => 'no error', (e) => e.message)))"
-        ".then((r) => process.stdout.write(JSON.stringify(r)));\n"
+    messages = node(
+        "const step = async () => ({ logits: [[0, 1]] });"
+        "const tries = ["
+        " () => m.greedyDecode({ step, bos: 0, eos: 1, maxLen: 0 }),"
+        " () => m.greedyDecode({ step: null, bos: 0, eos: 1 }),"
+        " () => m.beamSearch({ step, bos: 0, eos: 1, pad: 0, beamSize: 0 }),"
+        " () => m.beamSearch({ step, bos: 0, eos: 1, pad: 0, alpha: -1 }),"
+        "];"
+        "return Promise.all(tries.map((f) => f().then(() => 'no error', (e) => e.message)));"
     )
-    result = subprocess.run([node, "-e", program], capture_output=True, text=True, check=True)
-    assert json.loads(result.stdout) == [
+    assert messages == [
         "maxLen must be a positive integer, got maxLen=0",
         "step must be a function, got object",
         "beamSize must be a positive integer, got 0",

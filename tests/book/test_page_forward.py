@@ -13,15 +13,11 @@
 没有 node 时跳过（CI 里失败）。
 """
 
-import json
-import subprocess
-
 import numpy as np
 import pytest
 import torch
 
-from tests.book.test_live_translator import node  # noqa: F401 -- fixture
-from tests.kit import ROOT, rounded_to_half
+from tests.kit import rounded_to_half
 from tinyformer.decoding import beam_search
 from tinyformer.poetry.export import export_poet
 from tinyformer.poetry.pretrained import load_model
@@ -30,39 +26,10 @@ from tinyformer.translation.corpus import generate_corpus
 from tinyformer.translation.export import export_for_page
 from tinyformer.translation.pretrained import load_translator
 
-SCRIPTS = ROOT / "_static_ch08" / "live_translator"
 LOGITS_TOL = 1e-4  # × max(1, max|logits|)：两边都是 float32，只是求和顺序不同
 PREFIX_CHECKED = 50
 BEAM_CHECKED = 20
 POEM_PREFIXES = ["白日依山尽，", "春眠不觉晓，", "床前明月光，"]
-
-# node 里：读权重，data 是 JSON；body 返回的值以 JSON 写到 stdout
-PROGRAM = """
-const fs = require("fs");
-const tf = require(%(transformer)s);
-const live = require(%(live)s);
-const read = (path) => {
-  const b = fs.readFileSync(path);
-  const { metadata, tensors } = tf.readSafetensors(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
-  return { config: metadata.config, tensors };
-};
-const data = JSON.parse(fs.readFileSync(0, "utf-8"));
-(async () => { %(body)s })().then((r) => process.stdout.write(JSON.stringify(r)), (e) => { console.error(e); process.exit(1); });
-"""
-
-
-def run(node, body, data):  # noqa: F811 -- node 是 fixture 的值
-    program = PROGRAM % {
-        "transformer": json.dumps(str(SCRIPTS / "transformer.js")),
-        "live": json.dumps(str(SCRIPTS / "live_translator.js")),
-        "body": body,
-    }
-    result = subprocess.run(
-        [node, "-e", program], input=json.dumps(data), capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout)
-
 
 TRANSLATE_JS = """
 const net = read(data.weights);
@@ -72,11 +39,11 @@ for (const [n, src] of data.sources.entries()) {
   const step = async (prefixes) => ({
     logits: prefixes.map((p) => { const l = tf.decode(net, p, memory, src); return l.subarray(l.length - l.length / p.length); }),
   });
-  const { ids, steps } = await live.greedyDecode({ step, bos: data.bos, eos: data.eos, maxLen: 32 });
+  const { ids, steps } = await m.greedyDecode({ step, bos: data.bos, eos: data.eos, maxLen: 32 });
   out.greedy.push(ids);
   if (n < data.prefixChecked) out.logits.push(steps.map((s) => Array.from(s.logits)));
   if (n < data.beamChecked) {
-    const { best } = await live.beamSearch({ step, bos: data.bos, eos: data.eos, pad: data.pad, maxLen: 32, beamSize: 4 });
+    const { best } = await m.beamSearch({ step, bos: data.bos, eos: data.eos, pad: data.pad, maxLen: 32, beamSize: 4 });
     out.beam.push(best.ids);
   }
 }
@@ -96,7 +63,7 @@ def strip(ids, eos):
 
 
 def test_the_page_translates_every_test_sentence_as_the_half_precision_package(
-    node,  # noqa: F811
+    node,
     translator,
     tmp_path,
 ):
@@ -106,8 +73,7 @@ def test_the_page_translates_every_test_sentence_as_the_half_precision_package(
     vocab = translator.tgt_vocab
     sentences = [pair.zh for pair in generate_corpus().test]
     sources = [translator.encode([s])[0].tolist() for s in sentences]
-    web = run(
-        node,
+    web = node(
         TRANSLATE_JS,
         {
             "weights": str(paths["translator.safetensors"]),
@@ -147,24 +113,23 @@ POEM_JS = """
 const net = read(data.weights);
 const out = [];
 for (const start of data.starts) {
-  const { ids, steps } = await live.sampleDecode({
+  const { ids, steps } = await m.sampleDecode({
     step: async ([ids]) => ({ logits: [tf.gptLogits(net, ids)] }),
     bos: data.bos, eos: data.eos, start, maxLen: data.maxLen - start.length, greedy: true,
     constrain: () => ({ ban: data.ban }),
   });
-  out.push({ ids, logits: steps.map((s) => Array.from(s.logits.slice(0, 200))) });
+  out.push({ ids, logits: steps.map((s) => Array.from(s.logits.slice(0, 200))), top: steps.map((s) => s.top) });
 }
 return out;
 """
 
 
-def test_the_page_writes_the_half_precision_packages_greedy_poems(node, tmp_path):  # noqa: F811
+def test_the_page_writes_the_half_precision_packages_greedy_poems(node, tmp_path):
     model, vocab = load_model()
     paths = export_poet(model, vocab, tmp_path)
     rounded_to_half(model)
     starts = [vocab.encode(p, bos=True) for p in POEM_PREFIXES]
-    web = run(
-        node,
+    web = node(
         POEM_JS,
         {
             "weights": str(paths["poet.safetensors"]),
@@ -176,9 +141,15 @@ def test_the_page_writes_the_half_precision_packages_greedy_poems(node, tmp_path
         },
     )
     for prefix, start, poem in zip(POEM_PREFIXES, starts, web, strict=True):
-        expected = write(model, vocab, prefix, greedy=True).text
+        expected = write(model, vocab, prefix, greedy=True)
         ids = [i for i in poem["ids"] if i != vocab.eos_id]
-        assert vocab.decode(ids[1:]) == expected
+        assert vocab.decode(ids[1:]) == expected.text
+        # 每步的候选：与 Python 记下的（四舍五入到 4 位）相同
+        for top, choices in zip(poem["top"], expected.choices, strict=False):
+            assert [vocab.itos[i] for i, _ in top] == [ch for ch, _ in choices], (prefix, top)
+            assert all(
+                abs(p - q) <= 5e-5 + 1e-5 for (_, p), (_, q) in zip(top, choices, strict=True)
+            )
         with torch.no_grad():
             for t, row in enumerate(poem["logits"]):
                 reference = model(torch.tensor([ids[: len(start) + t]]))[0, -1, :200].numpy()
@@ -189,12 +160,11 @@ def test_the_page_writes_the_half_precision_packages_greedy_poems(node, tmp_path
                 assert np.abs(row[keep] - reference[keep]).max() <= limit, (prefix, t)
 
 
-def test_half_to_float_by_bits_equals_numpys_float16(node):  # noqa: F811
+def test_half_to_float_by_bits_equals_numpys_float16(node):
     """node 20 没有 Float16Array：走按位计算的那条路，全部 65536 个位型与 numpy 的 float16 相同。"""
     bits = np.arange(65536, dtype=np.uint16)
     expected = bits.view(np.float16).astype(np.float64)
-    web = run(
-        node,
+    web = node(
         "return Array.from(tf.halfToFloat(Uint16Array.from(data)),"
         " (x) => (Object.is(x, -0) ? '-0' : Number.isFinite(x) ? x : String(x)));",
         bits.tolist(),
