@@ -1,4 +1,7 @@
-"""书与网站的测试共用的 fixture：node 里运行网页脚本。"""
+"""书与网站的测试共用的 fixture：本机 http.server 上的网站、无头 Chromium、node 里运行网页脚本。
+
+浏览器测试需要 Debian 的 chromium（playwright 不下载浏览器）和 PyPI 的 playwright；缺少时跳过，CI=true 时失败。
+"""
 
 import json
 import shutil
@@ -6,7 +9,8 @@ import subprocess
 
 import pytest
 
-from tests.kit import ROOT, skip_or_fail
+from tests.kit import ROOT, playwright_chromium, skip_or_fail
+from tools.book_pdf import CHROMIUM_ARGS, serve
 
 SCRIPTS = ROOT / "_static_ch08" / "live_translator"
 # node 里：m 是 live_translator.js（解码、采样、分词……），tf 是 transformer.js（前向、读 safetensors），
@@ -45,3 +49,36 @@ def node():
         return json.loads(result.stdout)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    """本机随机空闲端口上的 http.server（构建好的网站，同打印全书 PDF 的 serve）；模块结束时关掉。"""
+    with serve(site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Debian 的无头 Chromium，空的用户目录，与打印全书 PDF 用同一组参数；页面共用它的缓存。"""
+    sync_playwright, executable = playwright_chromium()
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=executable,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        yield context
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """无头 Chromium；每个测试开自己的上下文（空缓存，量字节才准）。"""
+    sync_playwright, executable = playwright_chromium()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True)
+        yield browser
+        browser.close()

@@ -8,11 +8,8 @@ Binder 与 Colab 按钮指向本章的笔记本。除 127.0.0.1 以外的请求�
 缺少时跳过，CI=true 时失败。
 """
 
-import functools
-import http.server
 import json
 import re
-import threading
 from fnmatch import fnmatch
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
@@ -21,8 +18,7 @@ import pytest
 import yaml
 
 from _ext.light_pages import TRANSLATOR_DIRS
-from tests.kit import ROOT, playwright_chromium
-from tools import book_pdf
+from tests.kit import ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +28,6 @@ PAGES = [TOC["root"]] + re.findall(
     r"file:\s*([^\s#]+)", (ROOT / "_toc.yml").read_text(encoding="utf-8")
 )
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM_ARGS = book_pdf.CHROMIUM_ARGS  # 与打印全书 PDF 用同一组参数
 
 # 搜索词 -> 结果里必须有的页面（通配符；还没有这一页时不检查，例如尚未写成的第 8 章）
 SEARCHES = {
@@ -68,39 +63,6 @@ def has_math(name):
         return "$" in (ROOT / f"{name}.md").read_text(encoding="utf-8")
     cells = notebook(name)["cells"]
     return any(c["cell_type"] == "markdown" and "$" in "".join(c["source"]) for c in cells)
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def server(site):
-    """本机随机空闲端口上的 http.server；模块结束时关掉。"""
-    handler = functools.partial(QuietHandler, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """Debian 的无头 Chromium，空的用户目录。"""
-    sync_playwright, executable = playwright_chromium()
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")),
-            executable_path=executable,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 900},
-        )
-        yield context
-        context.close()
 
 
 class Visit:

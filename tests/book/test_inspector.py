@@ -23,9 +23,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.book import test_browser
 from tests.book.test_browser import Visit
-from tests.kit import ROOT, playwright_chromium, rounded_to_half
+from tests.kit import ROOT, rounded_to_half
 from tinyformer.decoding import beam_search, length_penalty
 from tinyformer.translation.inspection import inspect
 from tinyformer.translation.pretrained import load_translator
@@ -52,19 +51,6 @@ SENTENCES = [
     "她昨天没喝绿茶。",
 ]
 TOLERANCE = 1e-4
-
-
-server = test_browser.server  # 同一个 fixture：本机随机端口上的 http.server
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    """无头 Chromium；每个测试开自己的上下文（空缓存，量字节才准）。"""
-    sync_playwright, executable = playwright_chromium()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield browser
-        browser.close()
 
 
 class Page(Visit):

@@ -37,7 +37,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.book.test_browser import Visit, browser  # noqa: F401  同一个无头 Chromium fixture
+from tests.book.test_browser import Visit
 from tests.kit import ROOT, skip_or_fail
 from tinyformer.book.explorers import VEGALITE_MIME_TYPE
 
@@ -194,7 +194,7 @@ class LabPage(Visit):
     """一页 JupyterLab（记下控制台错误、页面异常，见 :class:`Visit`），只是 jsDelivr 的图脚本换成
     _vendor/ 里的同一构建（记在 ``cdn`` 里），其他外部请求照样拦下、记在 ``external`` 里。"""
 
-    def __init__(self, browser, url):  # noqa: F811  browser 是 fixture
+    def __init__(self, browser, url):
         self.cdn = []
         super().__init__(browser, url)
 
@@ -216,7 +216,7 @@ def api(lab: str, path: str, method: str = "GET"):
 
 
 @pytest.fixture
-def open_lab(browser, lab):  # noqa: F811
+def open_lab(browser, lab):
     """打开 JupyterLab 的一页；``reset``：不恢复上一页打开的标签（否则每页都重开前面的笔记本）。
     测试结束时关掉页面和它们启动的内核。"""
     pages = []

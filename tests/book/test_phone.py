@@ -39,9 +39,6 @@ CHAPTERS = [p for p in PAGES if p.startswith("chapters/ch")]
 EXPLORER_PAGES = test_browser.EXPLORER_PAGES + ["chapters/ch09_gpt_poetry"]
 TABS_TO_EXPLORER = 180  # 1280 px 上第 5 章：修好之前 316 下（其中 160 个是公式）
 
-browser = test_browser.browser
-server = test_browser.server
-
 
 @functools.cache
 def axe_source() -> str:

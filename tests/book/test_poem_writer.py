@@ -20,7 +20,7 @@ import re
 import pytest
 import torch
 
-from tests.book import test_browser, test_inspector
+from tests.book import test_inspector
 from tests.kit import ROOT, rounded_to_half
 from tinyformer.poetry.pretrained import load_model
 from tinyformer.poetry.sampling import next_distribution, write
@@ -42,10 +42,6 @@ SAMPLING = [  # (温度, top-k, top-p, 种子)
     (0.6, 5, None, 2),
     (1.0, None, None, 3),
 ]
-
-# 同一组 fixture 与页面类：本机随机端口上的 http.server、无头 Chromium、空缓存上下文里的一页
-server = test_browser.server
-chromium = test_inspector.chromium
 
 
 class Page(test_inspector.Page):
