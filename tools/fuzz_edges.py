@@ -218,31 +218,26 @@ def attention():
     # layers and full model
     enc, dec = tf.EncoderLayer(C, 2, 16).eval(), tf.DecoderLayer(C, 2, 16).eval()
     x, mem = torch.randn(B, S, C), torch.randn(B, S, C)
-    case(
-        "EncoderLayer src_key_padding_mask",
-        lambda: enc(x, src_key_padding_mask=pad),
-        shape((B, S, C)),
-    )
-    case("EncoderLayer attn_mask keyword", lambda: enc(x, attn_mask=pad), shape((B, S, C)))
-    case("EncoderLayer positional mask", lambda: enc(x, pad), shape((B, S, C)))
-    case("DecoderLayer memory_mask keyword", lambda: dec(q, mem, memory_mask=pad), shape((B, T, C)))
-    case("DecoderLayer tgt_mask (T, S)", lambda: dec(q, mem, tgt_mask=torch.zeros(T, S, dtype=torch.bool)),
-         shape((B, T, C)))  # fmt: skip
-    case("DecoderLayer memory_key_padding_mask", lambda: dec(q, mem, memory_key_padding_mask=pad),
-         shape((B, T, C)))  # fmt: skip
+    for name, thunk, out in [
+        ("EncoderLayer src_key_padding_mask", lambda: enc(x, src_key_padding_mask=pad), (B, S, C)),
+        ("EncoderLayer attn_mask keyword", lambda: enc(x, attn_mask=pad), (B, S, C)),
+        ("EncoderLayer positional mask", lambda: enc(x, pad), (B, S, C)),
+        ("DecoderLayer memory_mask keyword", lambda: dec(q, mem, memory_mask=pad), (B, T, C)),
+        ("DecoderLayer tgt_mask (T, S)", lambda: dec(q, mem, tgt_mask=torch.zeros(T, S, dtype=torch.bool)), (B, T, C)),
+        ("DecoderLayer memory_key_padding_mask", lambda: dec(q, mem, memory_key_padding_mask=pad), (B, T, C)),
+    ]:  # fmt: skip
+        case(name, thunk, shape(out))
     config = tf.TransformerConfig(12, 12, d_model=8, num_heads=2, num_encoder_layers=1,
                                   num_decoder_layers=1, d_ff=16, max_len=16)  # fmt: skip
     model = tf.Transformer(config).eval()
     src, tgt = torch.tensor([[1, 2, 0], [3, 0, 0]]), torch.tensor([[1, 4], [1, 5]])
-    case(
-        "Transformer src_mask=src == 0",
-        lambda: model(src, tgt, src_mask=src == 0),
-        shape((B, T, 12)),
-    )
-    case("Transformer src_key_padding_mask", lambda: model(src, tgt, src_key_padding_mask=src == 0),
-         shape((B, T, 12)))  # fmt: skip
-    case("causal_mask(1, start=100000) builds one row",
-         lambda: tf.causal_mask(1, start=100_000), shape((1, 100_001)))  # fmt: skip
+    for name, thunk, out in [
+        ("Transformer src_mask=src == 0", lambda: model(src, tgt, src_mask=src == 0), (B, T, 12)),
+        ("Transformer src_key_padding_mask", lambda: model(src, tgt, src_key_padding_mask=src == 0), (B, T, 12)),
+        ("causal_mask(1, start=100000) builds one row", lambda: tf.causal_mask(1, start=100_000), (1, 100_001)),
+        ("causal_mask(0)", lambda: tf.causal_mask(0), (0, 0)),
+    ]:  # fmt: skip
+        case(name, thunk, shape(out))
     for name, (s, t) in {
         "src id = vocab size": (torch.tensor([[12]]), tgt[:1]),
         "src negative id": (torch.tensor([[-1]]), tgt[:1]),
@@ -256,13 +251,15 @@ def attention():
         "src on meta": (src.to("meta"), tgt),
     }.items():
         case(f"Transformer {name}", lambda s=s, t=t: model(s, t), shape((len(t), t.shape[-1], 12)))
-    case("causal_mask(0)", lambda: tf.causal_mask(0), shape((0, 0)))
-    case("causal_mask(-1)", lambda: tf.causal_mask(-1))
-    case("causal_mask(3, start=-1)", lambda: tf.causal_mask(3, start=-1))
-    case("causal_mask(2.0)", lambda: tf.causal_mask(2.0))
-    case("padding_mask pad_id=-1", lambda: tf.padding_mask(src, -1))
-    case("padding_mask float ids", lambda: tf.padding_mask(src.float(), 0))
-    case("padding_mask list", lambda: tf.padding_mask([[1, 0]], 0))
+    for name, thunk in [
+        ("causal_mask(-1)", lambda: tf.causal_mask(-1)),
+        ("causal_mask(3, start=-1)", lambda: tf.causal_mask(3, start=-1)),
+        ("causal_mask(2.0)", lambda: tf.causal_mask(2.0)),
+        ("padding_mask pad_id=-1", lambda: tf.padding_mask(src, -1)),
+        ("padding_mask float ids", lambda: tf.padding_mask(src.float(), 0)),
+        ("padding_mask list", lambda: tf.padding_mask([[1, 0]], 0)),
+    ]:
+        case(name, thunk)
     return model
 
 
@@ -326,13 +323,9 @@ def positional():
         case(f"shift_matrix({k}, {d_model})", lambda k=k, d=d_model: tf.shift_matrix(k, d),
              lambda r, d=d_model: shape((d, d))(r))  # fmt: skip
     pe = tf.PositionalEncoding(8, 16)
-    case(
-        "PositionalEncoding input longer than max_len",
-        lambda: pe(torch.zeros(1, 17, 8)),
-        shape((1, 17, 8)),
-    )
-    case("PositionalEncoding wrong C", lambda: pe(torch.zeros(1, 4, 9)), shape((1, 4, 9)))
-    case("PositionalEncoding 2-D", lambda: pe(torch.zeros(4, 8)), shape((4, 8)))
+    for name, x in [("input longer than max_len", torch.zeros(1, 17, 8)),
+                    ("wrong C", torch.zeros(1, 4, 9)), ("2-D", torch.zeros(4, 8))]:  # fmt: skip
+        case(f"PositionalEncoding {name}", lambda x=x: pe(x), shape(x.shape))
 
 
 # ---------------------------------------------------------------- Vocab and tokenizers
@@ -347,7 +340,7 @@ def text():
             "Vocab([['<pad>']])",
             lambda: tf.Vocab([["<pad>"]]),
             lambda v: None if len(v) == 4 else f"len {len(v)}",
-        ),
+        ),  # fmt: skip
         ("Vocab([])", lambda: tf.Vocab([]), lambda v: None if len(v) == 4 else f"len {len(v)}"),
         ("Vocab(min_freq=0)", lambda: tf.Vocab([["a"]], min_freq=0), None),
         ("Vocab(min_freq=1.5)", lambda: tf.Vocab([["a"]], min_freq=1.5), None),
@@ -374,12 +367,9 @@ def text():
                   "ABC def", "——……", "我明天去北京。" * 50, ["我"], "\ud800"]:  # fmt: skip
         case(f"tokenize_zh({value!r:.30})", lambda v=value: tf.tokenize_zh(v), is_list)
         case(f"tokenize_en({value!r:.30})", lambda v=value: tf.tokenize_en(v), is_list)
-    case("tokenize_zh cut_all='yes'", lambda: tf.tokenize_zh("我", cut_all="yes"), is_list)
-    case(
-        "tokenize_zh cut_all and search",
-        lambda: tf.tokenize_zh("我", cut_all=True, search=True),
-        is_list,
-    )
+    for name, kwargs in [("cut_all='yes'", dict(cut_all="yes")),
+                         ("cut_all and search", dict(cut_all=True, search=True))]:  # fmt: skip
+        case(f"tokenize_zh {name}", lambda k=kwargs: tf.tokenize_zh("我", **k), is_list)
 
 
 # ---------------------------------------------------------------- decoding
@@ -418,11 +408,8 @@ def decoding(model):
             case(f"{fn_name} {name}", lambda f=fn, s=s: f(model, s, 1, 2, max_len=4),
                  lambda r: None if isinstance(r, torch.Tensor) else "not a tensor")  # fmt: skip
         case(f"{fn_name} model=None", lambda f=fn: f(None, src, 1, 2))
-        case(
-            f"{fn_name} model in train mode",
-            lambda f=fn: f(model.train(), src, 1, 2, max_len=3),
-            decoded,
-        )
+        case(f"{fn_name} model in train mode", lambda f=fn: f(model.train(), src, 1, 2, max_len=3),
+             decoded)  # fmt: skip
         model.eval()
     for name, kwargs in {
         "beam_size=0": dict(beam_size=0),
@@ -498,10 +485,7 @@ def checkpoints(folder: Path):
                          ("src_vocab_size", 10**7), ("dropout", float("nan")), ("tie_output", 1),
                          ("activation", "evil"), ("d_ff", 65536), ("num_encoder_layers", 0),
                          ("norm_first", "yes"), ("pad_id", -1), ("d_model", 32), ("max_len", 1)]:  # fmt: skip
-        variant(
-            f"config {field}={value!r}",
-            meta=lambda m, f=field, v=value: m["config"].__setitem__(f, v),
-        )
+        variant(f"config {field}={value!r}", meta=lambda m, f=field, v=value: m["config"].__setitem__(f, v))  # fmt: skip
     variant("config missing", meta=lambda m: m.pop("config"))
     variant("config extra field", meta=lambda m: m["config"].__setitem__("evil", 1))
     variant("config is a list", meta=lambda m: m.__setitem__("config", [1, 2]))
@@ -518,17 +502,10 @@ def checkpoints(folder: Path):
     variant("metadata a list", raw_meta={"tinyformer": "[1]"})
     names = list(base_tensors)
     for name in (names[0], names[len(names) // 2], names[-1]):
-        t = base_tensors[name]
-        variant(
-            f"{name} nan",
-            tensors=lambda s, n=name: s.__setitem__(n, torch.full_like(s[n], float("nan"))),
-        )
-        variant(f"{name} float64", tensors=lambda s, n=name: s.__setitem__(n, s[n].double()))
-        variant(
-            f"{name} reshaped", tensors=lambda s, n=name, t=t: s.__setitem__(n, t.reshape(-1)[None])
-        )
+        for change, new in [("nan", lambda t: torch.full_like(t, float("nan"))), ("float64", torch.Tensor.double),
+                            ("reshaped", lambda t: t.reshape(-1)[None]), ("int", torch.Tensor.long)]:  # fmt: skip
+            variant(f"{name} {change}", tensors=lambda s, n=name, f=new: s.__setitem__(n, f(s[n])))
         variant(f"{name} missing", tensors=lambda s, n=name: s.pop(n))
-        variant(f"{name} int", tensors=lambda s, n=name: s.__setitem__(n, s[n].long()))
     variant("extra weight", tensors=lambda s: s.__setitem__("evil", torch.ones(1)))
     # the same weight name twice in the header, pointing at two different copies
     n = int.from_bytes(data[:8], "little")
@@ -590,9 +567,7 @@ def translator_cases(translator):
                   "我明天去北京。" * 20, "I will go.", "🙂", "\x00", "我明天去北京", "-我明天去北京。",
                   None, 5, b"bytes", ["我明天去北京。", 3], ("我明天去北京。",), [], iter(["我"]),
                   [["我"]], {"我明天去北京。"}]:  # fmt: skip
-        count = (
-            1 if isinstance(value, str) else len(value) if isinstance(value, (list, tuple)) else 0
-        )
+        count = 1 if isinstance(value, str) else len(value) if isinstance(value, (list, tuple)) else 0  # fmt: skip
         case(f"translate({value!r:.30})", lambda v=value: translator.translate(v), strings(count))
 
     def noted(r):
@@ -600,12 +575,7 @@ def translator_cases(translator):
             return f"in_grammar={r.in_grammar} but note={r.note!r}"
         return None
 
-    for value in [
-        "我明天去北京。",
-        "他昨天没在商店买衣服吗？",
-        "我每天不喝绿茶。",
-        "他们上周没去公园吗？",
-    ]:
+    for value in ["我明天去北京。", "他昨天没在商店买衣服吗？", "我每天不喝绿茶。", "他们上周没去公园吗？"]:  # fmt: skip
         case(f"translate_checked({value})", lambda v=value: translator.translate_checked(v), noted)
     case("translate_checked out of grammar has the note",
          lambda: translator.translate_checked("他昨天没在商店买衣服吗？"),
@@ -614,11 +584,7 @@ def translator_cases(translator):
                          "beam_size=2.5": dict(beam_size=2.5), "max_len=0": dict(max_len=0),
                          "max_len=-5": dict(max_len=-5), "max_len=10**9": dict(max_len=10**9),
                          "beam_size=4": dict(beam_size=4), "max_len=1": dict(max_len=1)}.items():  # fmt: skip
-        case(
-            f"translate {name}",
-            lambda k=kwargs: translator.translate("我明天去北京。", **k),
-            strings(1),
-        )
+        case(f"translate {name}", lambda k=kwargs: translator.translate("我明天去北京。", **k), strings(1))  # fmt: skip
     case("cross_attention layer=5", lambda: translator.cross_attention("我明天去北京。", layer=5))
     case("cross_attention layer=-1", lambda: translator.cross_attention("我明天去北京。", layer=-1),
          lambda r: finite(r[2]))  # fmt: skip
@@ -662,11 +628,7 @@ def cli_cases(model_file: Path, bad_file: Path, folder: Path):
         ("train", cli.train_main, train),
     ):
         for argv in rows:
-            case(
-                f"{name} {' '.join(a[:30] for a in argv)[:80]}",
-                lambda c=command, a=argv: in_process(c, a),
-                "cli",
-            )
+            case(f"{name} {' '.join(a[:30] for a in argv)[:80]}", lambda c=command, a=argv: in_process(c, a), "cli")  # fmt: skip
     for argv, pipe in [
         (["translate", "我明天去北京。"], False),
         (["translate", "--model", str(bad_file), "我"], False),
@@ -701,11 +663,7 @@ def classify_cli(result):
     if "Traceback" in err or "Exception ignored" in err:
         return "obscure", err.strip().splitlines()[-1][:120]
     if code == 0:
-        return (
-            ("handled", f"exit 0 {out[:60]!r}")
-            if not lines
-            else ("obscure", f"exit 0 with stderr {lines[0][:80]}")
-        )
+        return ("obscure", f"exit 0 with stderr {lines[0][:80]}") if lines else ("handled", f"exit 0 {out[:60]!r}")  # fmt: skip
     if code == 2 and err.startswith("usage: ") and ": error: " in lines[-1]:
         return "clear", f"exit 2 (argparse): {lines[-1][:120]}"  # argparse's own usage error
     if len(lines) != 1 or not lines[0].startswith("错误："):
@@ -729,10 +687,7 @@ def classify(error: BaseException):
         return "clear", message[:140]  # torch itself names the bytes or sizes asked for
     if isinstance(error, (ValueError, TypeError)) and not TORCH_INTERNAL.search(message):
         # our checks ("must … got …") and Python's own signature errors name the argument
-        if re.search(
-            r"must|got|expected|checkpoint|give|need|has |does not|convert|positional argument",
-            message,
-        ):
+        if re.search(r"must|got|expected|checkpoint|give|need|has |does not|convert|positional argument", message):  # fmt: skip
             return "clear", message[:140]
     return "obscure", f"{type(error).__name__}: {message[:140]}"
 
