@@ -11,13 +11,14 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
-import time
 from collections import Counter
+from functools import partial
 from itertools import pairwise
+
+from _bench import interleave, options, paired, seconds
 
 from tinyformer.bpe import ByteBPE, merge_pair
 from tinyformer.poetry.corpus import load_split
@@ -38,17 +39,11 @@ def naive(texts, vocab_size):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--poems", type=int, default=300)
-    parser.add_argument("--vocab-size", type=int, default=600)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--tiny", action="store_true")
-    args = parser.parse_args()
+    args = options(__doc__, repeats=3, warmup=0, threads=1, poems=300, vocab_size=600)
     if args.threads == 1:
         os.environ["TOKENIZERS_PARALLELISM"] = "false"  # 在导入 tokenizers 之前
     if args.tiny:
-        args.poems, args.vocab_size, args.repeats = 20, 280, 1
+        args.poems, args.vocab_size = 20, 280
     texts = load_split("train")[: args.poems]
     cases = {
         "incremental": lambda: ByteBPE.train(texts, args.vocab_size).merges,
@@ -61,17 +56,11 @@ def main() -> None:
     except ImportError:
         pass
     assert cases["incremental"]() == cases["naive"]()
-    times = {name: [] for name in cases}
-    for _ in range(args.repeats):
-        for name, run in cases.items():
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
+    times = interleave({name: partial(seconds, f) for name, f in cases.items()}, args.repeats, args.warmup)  # fmt: skip
     result = {"poems": args.poems, "vocab_size": args.vocab_size}
     for name, values in times.items():
         result[f"{name}_s"] = round(statistics.median(values), 4)
-        ratios = [v / i for v, i in zip(values, times["incremental"], strict=True)]
-        result[f"{name}_ratio_over_incremental"] = round(statistics.median(ratios), 2)
+        result[f"{name}_ratio_over_incremental"] = round(paired(times, name, "incremental"), 2)
     print(json.dumps(result))
 
 
