@@ -94,7 +94,8 @@ def test_the_sentence_is_tokenized_once(monkeypatch):
     real = translator.tokenizer
     translator.tokenizer = lambda text: calls.append(text) or real(text)
     translator.translate_checked("我明天去北京。")
-    assert calls == ["我明天去北京。"]
+    translator.cross_attention("他喝绿茶吗？")
+    assert calls == ["我明天去北京。", "他喝绿茶吗？"]
 
 
 def test_vocab_sizes_must_match_the_model():

@@ -54,11 +54,6 @@ class Batch:
     tgt_out: Tensor
     pad_id: int = 0
 
-    @property
-    def num_tokens(self) -> int:
-        """要预测的非填充词元数（损失按它平均）。"""
-        return int((self.tgt_out != self.pad_id).sum())
-
 
 def encode_pairs(
     pairs: Sequence,

@@ -320,7 +320,7 @@ class Translator:
         if not -len(layers) <= layer < len(layers):
             raise ValueError(f"layer must be in [-{len(layers)}, {len(layers)}), got layer={layer}")
         src_tokens = self.tokenize(sentence)
-        src = self.encode([sentence])  # (1, S)
+        src = self._encode_tokens([src_tokens])  # (1, S)
         out = self.translate_ids(src, beam_size)  # (1, 1 + L)
         produced = out[0, 1:].tolist()
         eos = self.tgt_vocab.eos_id
