@@ -50,9 +50,10 @@ from tinyformer import (
     sinusoidal_encoding,
 )
 from tinyformer.layers import recording_weights
-from tinyformer.text import Vocab, ZhTokenizer, detokenize_en, tokenize_zh
+from tinyformer.text import Vocab, ZhTokenizer, detokenize_en, pad_sequences, tokenize_zh
 from tinyformer.translation import cli
 from tinyformer.translation.checkpoint import load_checkpoint, save_checkpoint
+from tinyformer.translation.corpus import generate_corpus
 from tinyformer.translation.training import (
     fit_translator,
     label_smoothed_cross_entropy,
@@ -389,6 +390,8 @@ API = [
      r"^factor must be a finite number >= 0, got factor=-1.0$"),
     ("warmup-step-float", lambda t: warmup_lr(1.5, 512, 4000), ValueError,
      r"^step must be a positive integer, got step=1.5$"),
+    ("warmup-warmup-zero", lambda t: warmup_lr(1, 512, 0), ValueError,
+     r"^warmup must be a positive integer, got warmup=0$"),
     # 训练循环
     ("train-max_seconds-inf", lambda t: _train(max_steps=None, max_seconds=math.inf), ValueError,
      r"^max_seconds must be a finite positive number, got max_seconds=inf$"),
@@ -415,6 +418,13 @@ API = [
      r"^smoothing must be in \[0, 1\), got smoothing=nan$"),
     ("train-batch_size-zero", lambda t: _train(batch_size=0), ValueError,
      r"^batch_size must be a positive integer, got batch_size=0$"),
+    ("train-no-limit", lambda t: _train(max_steps=None), ValueError,
+     r"^give max_steps or max_seconds \(or both\), got neither$"),
+    ("train-not-a-translation-model", lambda t: train(torch.nn.Linear(2, 2), EXAMPLES, max_steps=1),
+     TypeError, r"^model.config must be a TransformerConfig, got NoneType$"),
+    ("train-no-examples", lambda t: train(tiny_model(), [], max_steps=1), ValueError,
+     r"^examples must not be empty$"),
+    ("pad-nothing", lambda t: pad_sequences([], 0), ValueError, r"^sequences must not be empty$"),
     ("build-seed-huge", lambda t: new_translator(SRC_VOCAB, TGT_VOCAB, seed=2**64), ValueError,
      r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=18446744073709551616$"),
     # 损失：ignore_index 与 F.cross_entropy 一致，其余编号必须在 [0, V) 内
@@ -432,6 +442,8 @@ API = [
     ("loss-logits-int", lambda t: label_smoothed_cross_entropy(LOGITS.long(), TARGET), TypeError,
      r"^logits must be a floating-point tensor, got dtype=torch.int64; "
      r"convert it with logits.float\(\)$"),
+    ("loss-smoothing-one", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET, 1.0), ValueError,
+     r"^smoothing must be in \[0, 1\), got smoothing=1.0$"),
     ("loss-target-list", lambda t: label_smoothed_cross_entropy(LOGITS, [[1, 2, 3]]), ValueError,
      r"^target must have shape logits.shape\[:-1\] = \(2, 3\), got list$"),
     # 解码：<bos>/<eos> 编号
@@ -449,6 +461,16 @@ API = [
      ValueError, r"^beam_size must be a positive integer, got beam_size=2.0$"),
     ("greedy-src-ids-too-big", lambda t: greedy_decode(tiny_model(), SRC + 10, 2, 3, max_len=4),
      ValueError, r"^ids must be in \[0, vocab_size\) = \[0, 12\), got 14$"),
+    ("greedy-max_len-past-the-model", lambda t: greedy_decode(tiny_model(), SRC, 2, 3, max_len=20),
+     ValueError, r"^max_len \+ 1 \(for <bos>\) must be <= model.config.max_len=20, got max_len=20$"),
+    ("greedy-max_len-zero", lambda t: greedy_decode(tiny_model(), SRC, 2, 3, max_len=0), ValueError,
+     r"^max_len must be a positive integer, got max_len=0$"),
+    ("greedy-model-linear", lambda t: greedy_decode(torch.nn.Linear(2, 2), SRC, 2, 3), TypeError,
+     r"^model must be a Transformer, got Linear$"),
+    ("greedy-src-1d", lambda t: greedy_decode(tiny_model(), SRC[0], 2, 3), ValueError,
+     r"^src must have shape \(B, S\), got shape \(3,\)$"),
+    ("greedy-use_cache-int", lambda t: greedy_decode(tiny_model(), SRC, 2, 3, max_len=4, use_cache=1),
+     TypeError, r"^use_cache must be a bool, got use_cache=1$"),
     # dtype 不符：消息写明两个 dtype 和改法
     ("mha-fp16-input", lambda t: MultiHeadAttention(C, 4)(x16.half(), x16.half(), x16.half()),
      TypeError, r"^query has dtype=torch.float16 but the module's weights have dtype=torch.float32; "
@@ -498,6 +520,8 @@ API = [
      r"^sentence must contain at least one word, got '  '$"),
     ("translate-not-str", lambda t: _translate(123), TypeError,
      r"^sentences must be a str or a list of str, got int$"),
+    ("translate-checked-not-str", lambda t: tiny_translator().translate_checked(5), TypeError,
+     r"^sentences must be a str or a list of str, got int$"),
     ("translate-list-of-int", lambda t: _translate(["我明天去北京。", 5]), TypeError,
      r"^sentences must be a str or a list of str, got list$"),
     ("translate-beam-zero", lambda t: _translate("我明天去北京。", beam_size=0), ValueError,
@@ -515,6 +539,20 @@ API = [
     ("save-under-a-file", lambda t: _save_under_a_file(t), OSError, r"File exists|Not a directory"),
     ("fit-corpus-type", lambda t: fit_translator(corpus=[]), TypeError,
      r"^corpus must be a TranslationCorpus or None, got list$"),
+    # 语料
+    ("corpus-valid_fraction-one", lambda t: generate_corpus(valid_fraction=1.0), ValueError,
+     r"^valid_fraction must be in \[0, 1\), got valid_fraction=1.0$"),
+    ("corpus-seed-str", lambda t: generate_corpus(seed="0"), TypeError, r"^seed must be an int, got seed='0'$"),
+    ("corpus-held_out-slot", lambda t: generate_corpus(held_out=[("verb", "喝", "subject", "她")]), ValueError,
+     r"^held_out slot must be one of \('subject', 'time', 'mood', 'action', 'place'\), got slot='verb'"),
+    ("corpus-held_out-value", lambda t: generate_corpus(held_out=[("subject", "它", "action", "喝绿茶")]),
+     ValueError, r"^held_out value '它' is not a subject of the grammar"),
+    ("corpus-held_out-pair", lambda t: generate_corpus(held_out=[("subject", "她")]), ValueError,
+     r"^held_out must hold \(slot, value, slot, value\) tuples, got held_out entry \('subject', '她'\)$"),
+    # 所有过去时的否定句都留出 → didn't/没 在训练集里一次也不出现
+    ("corpus-held_out-every-past-negative", lambda t: generate_corpus(held_out=[
+        ("mood", "negative", "time", "昨天"), ("mood", "negative", "time", "上周")]), ValueError,
+     r"^held_out removes every training sentence containing \[\"didn't\", '没'\]; hold out fewer"),
     ("save-not-a-translator", lambda t: save_checkpoint(tiny_translator().model, t / "m.safetensors"), TypeError,
      r"^translator must be a Translator, got Transformer$"),
     # 分词器、翻译器的分词规则、留下注意力权重
@@ -529,6 +567,8 @@ API = [
      r"^proper_nouns must be a list of words, not the str 'Beijing'$"),
     ("translator-tokenizer-not-callable", lambda t: Translator(tiny_translator().model, SRC_VOCAB,
      TGT_VOCAB, tokenizer="jieba"), TypeError, r"^tokenizer must be callable, got str$"),
+    ("translator-in_domain-not-callable", lambda t: Translator(tiny_translator().model, SRC_VOCAB,
+     TGT_VOCAB, in_domain=3), TypeError, r"^in_domain must be callable, got int$"),
     ("recording-weights-not-a-layer", lambda t: recording_weights(MultiHeadAttention(C, 4)).__enter__(),
      TypeError, r"^layers must be EncoderLayer or DecoderLayer, got MultiHeadAttention$"),
     # issue 33 的外部 fuzz 找到的：结束在 torch 内部的两处

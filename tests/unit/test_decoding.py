@@ -110,24 +110,3 @@ def test_length_penalty_formula():
     assert length_penalty(1, 1.0).item() == pytest.approx(1.0)
     assert length_penalty(7, 1.0).item() == pytest.approx(2.0)
     assert length_penalty(10, 0.5).item() == pytest.approx((15 / 6) ** 0.5)
-
-
-def test_decode_argument_errors():
-    model = make_model(max_len=20)
-    with pytest.raises(
-        ValueError,
-        match=r"max_len \+ 1 \(for <bos>\) must be <= model.config.max_len=20, got max_len=20",
-    ):
-        greedy_decode(model, SRC, BOS, EOS, max_len=20)
-    with pytest.raises(ValueError, match="max_len must be a positive integer, got max_len=0"):
-        greedy_decode(model, SRC, BOS, EOS, max_len=0)
-    with pytest.raises(TypeError, match="model must be a Transformer, got Linear"):
-        greedy_decode(torch.nn.Linear(2, 2), SRC, BOS, EOS)
-    with pytest.raises(ValueError, match=r"src must have shape \(B, S\), got shape \(4,\)"):
-        greedy_decode(model, SRC[0], BOS, EOS)
-    with pytest.raises(ValueError, match="beam_size must be a positive integer, got beam_size=0"):
-        beam_search(model, SRC, BOS, EOS, beam_size=0, max_len=5)
-    with pytest.raises(ValueError, match=r"alpha must be a finite number >= 0, got alpha=-0.5"):
-        beam_search(model, SRC, BOS, EOS, max_len=5, alpha=-0.5)
-    with pytest.raises(TypeError, match="use_cache must be a bool, got use_cache=1"):
-        greedy_decode(model, SRC, BOS, EOS, max_len=5, use_cache=1)

@@ -107,15 +107,6 @@ def test_label_smoothing_minimum_is_the_smoothed_distribution():
     assert label_smoothed_cross_entropy(confident, torch.tensor([2]), eps, 0) > at_q
 
 
-def test_label_smoothing_errors():
-    with pytest.raises(ValueError, match=r"smoothing must be in \[0, 1\), got smoothing=1.0"):
-        label_smoothed_cross_entropy(torch.randn(2, 5), torch.tensor([1, 2]), 1.0)
-    with pytest.raises(
-        ValueError, match=r"target must have shape logits.shape\[:-1\] = \(2,\), got \(3,\)"
-    ):
-        label_smoothed_cross_entropy(torch.randn(2, 5), torch.tensor([1, 2, 3]))
-
-
 def test_warmup_lr_rises_linearly_then_decays_as_inverse_sqrt():
     d, warmup = 512, 4000
     peak = warmup_lr(warmup, d, warmup)
@@ -136,13 +127,6 @@ def test_optimizer_uses_paper_adam_and_schedule():
         optimizer.step()
         scheduler.step()
     assert seen == pytest.approx([warmup_lr(n, 64, 10, 2.0) for n in range(1, 21)])
-
-
-def test_warmup_lr_errors():
-    with pytest.raises(ValueError, match="step must be a positive integer, got step=0"):
-        warmup_lr(0, 512, 4000)
-    with pytest.raises(ValueError, match="warmup must be a positive integer, got warmup=0"):
-        warmup_lr(1, 512, 0)
 
 
 def tiny_model():
@@ -212,17 +196,7 @@ def test_training_stops_when_callback_says_so():
     assert history.steps == 7 and calls == list(range(1, 8))
 
 
-def test_train_errors():
-    with pytest.raises(ValueError, match="give max_steps or max_seconds"):
-        train(tiny_model(), EXAMPLES)
-    with pytest.raises(ValueError, match="max_steps must be a positive integer, got max_steps=0"):
-        train(tiny_model(), EXAMPLES, max_steps=0)
-    with pytest.raises(TypeError, match="model.config must be a TransformerConfig, got NoneType"):
-        train(torch.nn.Linear(2, 2), EXAMPLES, max_steps=1)
-    with pytest.raises(ValueError, match="examples must not be empty"):
-        train(tiny_model(), [], max_steps=1)
-    with pytest.raises(ValueError, match="sequences must not be empty"):
-        pad_sequences([], 0)
+def test_pad_sequences_reads_a_generator_once():
     # 生成器只能读一遍：结果与列表相同，不是空张量
     torch.testing.assert_close(
         pad_sequences((s for s in [[5, 6], [7]]), 0), torch.tensor([[5, 6], [7, 0]])

@@ -229,16 +229,12 @@ def test_translate_checked_tells_the_reader_when_a_sentence_is_outside_the_gramm
     assert isinstance(translator.translate(outside), str)
 
 
-def test_translate_checked_uses_the_translators_own_domain_and_checks_its_input():
+def test_translate_checked_uses_the_translators_own_domain_and_names_unknown_words():
     translator = Translator(
         tiny_translator().model, SRC_VOCAB, TGT_VOCAB, in_domain=lambda words: words[0] == "我"
     )
     assert translator.translate_checked("我明天去北京。").in_grammar
     assert not translator.translate_checked("他喝绿茶吗？").in_grammar
-    with pytest.raises(TypeError, match="in_domain must be callable, got int"):
-        Translator(translator.model, SRC_VOCAB, TGT_VOCAB, in_domain=3)
-    with pytest.raises(TypeError, match="sentences must be a str or a list of str, got int"):
-        translator.translate_checked(5)
     with pytest.raises(ValueError, match=r"words not in the source vocabulary: \['上海'\]") as info:
         translator.translate_checked("我明天去上海。")
     assert info.value.reason == "unknown_words" and info.value.sentence == "我明天去上海。"
