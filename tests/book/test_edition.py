@@ -37,20 +37,22 @@ from tools import binder_requirements, edition
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 NAMES = edition.edition_notebooks()
 COMMONMARK = MarkdownIt("commonmark")
-# CommonMark 渲染后仍是 MyST 的写法（读者看到的是这些字面文字）
+# 渲染后仍是 MyST 的写法（读者看到的是这些字面文字）：这里查 CommonMark 渲染的笔记本版，
+# tests/book/test_jupyterlab.py 查 JupyterLab 里渲染出的文字
 MYST = {
-    "numref": re.compile(r"\{numref\}"),
-    "term": re.compile(r"\{term\}"),
-    "cite": re.compile(r"\{cite"),
-    "eq": re.compile(r"\{eq\}"),
-    "prf": re.compile(r"\{prf:"),
-    "ref/doc": re.compile(r"\{(?:ref|doc)\}"),
-    "colon fence": re.compile(r"(?m)^:::"),
-    "directive fence": re.compile(r"```\{"),
-    "option": re.compile(r"(?m)^:(?:label|class|name|pyobject):"),
-    "target": re.compile(r"(?m)^\(\w[\w-]*\)="),
-    "%s": re.compile(r"%s"),
-    "labelled $$": re.compile(r"\$\$ *\(\w[\w-]*\)"),
+    "{numref}": re.compile(r"\{numref\}"),
+    "{term}": re.compile(r"\{term\}"),
+    "{cite}": re.compile(r"\{cite"),
+    "{eq}": re.compile(r"\{eq\}"),
+    "{prf:…}": re.compile(r"\{prf:"),
+    "{ref}/{doc}": re.compile(r"\{(?:ref|doc|download)\}"),
+    ":::": re.compile(r":::"),
+    "```{": re.compile(r"```\{"),
+    ":label:": re.compile(r":label:"),
+    ":class: …": re.compile(r"(?m)^:(?:class|name|pyobject):"),
+    "(标签)=": re.compile(r"\([\w:.-]+\)="),
+    "%s 节/章": re.compile(r"%s"),
+    "$$ (标签)": re.compile(r"\$\$ *\(\w[\w-]*\)"),
 }
 
 

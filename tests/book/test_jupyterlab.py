@@ -38,6 +38,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.book.test_browser import Visit
+from tests.book.test_edition import MYST
 from tests.kit import ROOT, skip_or_fail
 from tinyformer.book.explorers import VEGALITE_MIME_TYPE
 
@@ -58,19 +59,6 @@ CDN_FILES = {
 TOKEN = "tinyformer-test"
 LAB_VERSION = "4.4.9"
 
-# 渲染后的文字里不该有的 MyST 语法：名字 -> 正则
-MYST = {
-    "{numref}": r"\{numref\}",
-    "{term}": r"\{term\}",
-    "{cite}": r"\{cite(:[a-z]+)?\}",
-    "{eq}": r"\{eq\}",
-    "{prf:…}": r"\{prf:[a-z]+\}",
-    "{ref}/{doc}": r"\{(ref|doc|download)\}",
-    "%s 节/章": r"%s",
-    ":::": r":::",
-    ":label:": r":label:",
-    "(标签)=": r"\([\w:.-]+\)=",
-}
 # 引用渲染成的样子
 REFERENCE = re.compile(r"\d+\.\d+ 节|第 \d+ 章")
 # 缺了号的引用：“第  章”、空格前不是数字的“ 节”（\w 包括汉字，所以这里只看数字）
@@ -325,7 +313,7 @@ def myst_found(texts: list[str]) -> dict[str, list[str]]:
     found = {}
     for label, pattern in MYST.items():
         for text in texts:
-            for match in re.finditer(pattern, text):
+            for match in pattern.finditer(text):
                 start = max(match.start() - 30, 0)
                 found.setdefault(label, []).append(text[start : match.end() + 30])
     return found
