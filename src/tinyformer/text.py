@@ -27,9 +27,12 @@ import re
 import threading
 import warnings
 import weakref
+from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -116,6 +119,7 @@ class ZhTokenizer:
                 tokenizer.FREQ.setdefault(word[:end], 0)
             if freq == 0:
                 self._force_split[word] = segment
+        tokenizer.FREQ = _CompactFreq.of(tokenizer.FREQ)
         return tokenizer
 
     def __call__(self, text: str, cut_all: bool = False, search: bool = False) -> list[str]:
@@ -143,6 +147,60 @@ class ZhTokenizer:
 
     def __repr__(self) -> str:
         return f"ZhTokenizer(splits={len(self.splits)})"
+
+
+class _CompactFreq:
+    """jieba 的词频表 ``FREQ``（每个词和它的每个前缀 → 词频）的紧凑存法，分词结果不变。
+
+    jieba 把它存成 Python 字典：约 58 万个键，每个键是一个 str 对象，一个分词器就常驻约 60 MB。
+    这里只存每个键的散列值 ``hash(键)`` 和词频，两个按散列值排好序的 64 位整数数组共约 9 MB；
+    查一个词就是二分查找它的散列值。jieba 只这样读它：``词 in FREQ``、``FREQ[词]``、``FREQ.get(词)``。
+    散列值由本进程的 ``hash`` 算（每个进程不同，所以每次建词典时重算）。Python 按字符串在内存里的
+    字节算散列：两个 ASCII 字符的 "BP" 与一个汉字“偂”字节相同，散列值也相同（jieba 的词典里就有六对），
+    所以散列的是键后面接一个汉字（:func:`_key`），每个字符都按至少两个字节存，不同的键字节必不相同。
+    表外的片段恰好与表里某个键散列值相同、被当成那个词的概率约为 50 万 / 2⁶⁴ ≈ 3 × 10⁻¹⁴；
+    表里两个键散列值相同时（约 10⁻⁸）不压缩。
+    """
+
+    def __init__(self, hashes: array, freqs: array):
+        self._hashes, self._freqs = hashes, freqs
+
+    @classmethod
+    def of(cls, freq: dict[str, int]) -> _CompactFreq | dict[str, int]:
+        hashes = np.fromiter(map(_key, freq), dtype=np.int64, count=len(freq))
+        freqs = np.fromiter(freq.values(), dtype=np.int64, count=len(freq))
+        order = hashes.argsort()
+        hashes, freqs = hashes[order], freqs[order]
+        if (hashes[1:] == hashes[:-1]).any():  # 两个键散列值相同（概率约 10⁻⁸）：照旧用字典
+            return freq
+        return cls(array("q", hashes.tobytes()), array("q", freqs.tobytes()))
+
+    def _find(self, word: str) -> int:
+        """``word`` 在数组里的位置；不在表里时为 -1。"""
+        key = _key(word)
+        i = bisect_left(self._hashes, key)
+        return i if i < len(self._hashes) and self._hashes[i] == key else -1
+
+    def __contains__(self, word: str) -> bool:
+        return self._find(word) >= 0
+
+    def __getitem__(self, word: str) -> int:
+        i = self._find(word)
+        if i < 0:
+            raise KeyError(word)
+        return self._freqs[i]
+
+    def get(self, word: str, default=None):
+        i = self._find(word)
+        return default if i < 0 else self._freqs[i]
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+
+def _key(word: str) -> int:
+    """:class:`_CompactFreq` 里 ``word`` 的散列值。"""
+    return hash(word + "一")
 
 
 _DEFAULT_ZH = ZhTokenizer()

@@ -4,8 +4,10 @@
 的输出里抄来的期望值。
 """
 
+import contextlib
 import dataclasses
 import hashlib
+import logging
 import os
 import subprocess
 import sys
@@ -320,6 +322,46 @@ def test_released_dictionaries_are_rebuilt_with_the_same_splits():
         == before
         == (["他们", "明天", "不", "去", "学校", "。"], ["他们", "明天", "不去", "学校", "。"])
     )
+
+
+@contextlib.contextmanager
+def jieba_quiet():
+    import jieba
+
+    level = jieba.default_logger.level
+    jieba.setLogLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        jieba.setLogLevel(level)
+
+
+def test_compact_dictionary_segments_exactly_as_jieba():
+    # 词频表存成散列值的数组（tinyformer.text._CompactFreq），分词与 jieba 自己的字典逐词相同；
+    # "BP" 与“偂”、"4s" 与“猴”在内存里字节相同，Python 的 hash 也相同，混在一句里也不能认错
+    import jieba
+
+    reference = jieba.Tokenizer()
+    with jieba_quiet():
+        reference.initialize()
+    ours = ZhTokenizer()
+    texts = [
+        "我们在BP石油公司的4S店里看见一只猴子偂偷吃了QQ糖。",
+        "中文没有空格，先要分词才能查表；本书用jieba。",
+        "缩放点积注意力把每个查询与所有键做点积，除以√d_k后做softmax。",
+    ]
+    for text in texts:
+        assert ours(text) == [w for w in reference.lcut(text) if w.strip()]
+        assert ours(text, cut_all=True) == [
+            w for w in reference.lcut(text, cut_all=True) if w.strip()
+        ]
+        assert ours(text, search=True) == [w for w in reference.lcut_for_search(text) if w.strip()]
+    frequencies = ours._tokenizer().FREQ
+    assert type(frequencies).__name__ == "_CompactFreq" and len(frequencies) > 400_000
+    assert (
+        frequencies.get("BP") == reference.FREQ["BP"] != reference.FREQ["偂"] == frequencies["偂"]
+    )
+    assert "不在词典里的一串字" not in frequencies
 
 
 # ---------------------------------------------------------------- 还原英文句子
