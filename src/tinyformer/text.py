@@ -26,7 +26,6 @@ import operator
 import re
 import threading
 import warnings
-import weakref
 from array import array
 from bisect import bisect_left
 from collections import Counter
@@ -82,24 +81,12 @@ class ZhTokenizer:
         self._force_split: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
 
-    _built: weakref.WeakSet[ZhTokenizer] = weakref.WeakSet()  # 建好了词典的分词器
-
     def _tokenizer(self) -> jieba.Tokenizer:
         """本分词器的 jieba 词典：第一次调用时建好并做 ``splits`` 的调整（幂等）。"""
         with self._lock:
             if self._jieba is None:
                 self._jieba = self._build()
-                ZhTokenizer._built.add(self)
             return self._jieba
-
-    def release(self) -> None:
-        """丢掉本分词器的 jieba 词典，把它占的内存（约 60 MB）还给系统。
-
-        之后再分词时重新建好（读 jieba 的缓存，约 1 秒），结果不变。见 :func:`release_zh_dictionaries`。
-        """
-        with self._lock:
-            self._jieba = None
-            ZhTokenizer._built.discard(self)
 
     def _build(self) -> jieba.Tokenizer:
         tokenizer = jieba.Tokenizer()
@@ -224,17 +211,6 @@ def tokenize_zh(text: str, cut_all: bool = False, search: bool = False) -> list[
         ['中华', '华人', '人民', '共和', '共和国', '中华人民共和国']
     """
     return _DEFAULT_ZH(text, cut_all=cut_all, search=search)
-
-
-def release_zh_dictionaries() -> None:
-    """丢掉所有 :class:`ZhTokenizer`（包括 :func:`tokenize_zh` 用的那个）建好的 jieba 词典。
-
-    jieba 的词典是几十万个词和它们前缀的词频，一个分词器常驻约 60 MB。笔记本只在前面几个单元格
-    分词、后面训练模型或画图时，分完词调用它，后面的峰值内存就少这些（附录“执行统计”）。
-    之后再分词也照常工作：用到的分词器重新建好词典（约 1 秒），结果不变。
-    """
-    for tokenizer in list(ZhTokenizer._built):
-        tokenizer.release()
 
 
 def tokenize_en(text: str) -> list[str]:

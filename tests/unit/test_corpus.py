@@ -17,7 +17,6 @@ import pytest
 from tinyformer.text import (
     ZhTokenizer,
     detokenize_en,
-    release_zh_dictionaries,
     tokenize_en,
     tokenize_zh,
 )
@@ -308,20 +307,6 @@ def test_negation_is_its_own_word():
     assert corpus_tokenizer("他昨天没买衣服。") == ["他", "昨天", "没", "买", "衣服", "。"]
     assert corpus_tokenizer("我爱北京天安门") == ["我", "爱", "北京", "天安门"]
     assert tokenize_zh("他们明天不去学校。") == ["他们", "明天", "不去", "学校", "。"]
-
-
-def test_released_dictionaries_are_rebuilt_with_the_same_splits():
-    before = corpus_tokenizer("他们明天不去学校。"), tokenize_zh("他们明天不去学校。")
-    assert len(ZhTokenizer._built) >= 2  # 两个分词器各建了一部词典
-    release_zh_dictionaries()
-    assert not ZhTokenizer._built  # 词典都丢掉了（内存还给系统）
-    assert corpus_tokenizer._jieba is None
-    after = corpus_tokenizer("他们明天不去学校。"), tokenize_zh("他们明天不去学校。")
-    assert (
-        after
-        == before
-        == (["他们", "明天", "不", "去", "学校", "。"], ["他们", "明天", "不去", "学校", "。"])
-    )
 
 
 @contextlib.contextmanager
