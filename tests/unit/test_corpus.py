@@ -347,6 +347,11 @@ def test_compact_dictionary_segments_exactly_as_jieba():
         frequencies.get("BP") == reference.FREQ["BP"] != reference.FREQ["偂"] == frequencies["偂"]
     )
     assert "不在词典里的一串字" not in frequencies
+    # “B超”在 jieba 的词典里有两行；词频总和、键的个数也都与 jieba 的字典相同
+    assert (
+        frequencies["B超"] == reference.FREQ["B超"] and ours._tokenizer().total == reference.total
+    )
+    assert len(frequencies) == len(reference.FREQ)
 
 
 # ---------------------------------------------------------------- 还原英文句子
