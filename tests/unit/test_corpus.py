@@ -4,15 +4,22 @@
 的输出里抄来的期望值。
 """
 
+import contextlib
 import dataclasses
 import hashlib
+import logging
 import os
 import subprocess
 import sys
 
 import pytest
 
-from tinyformer.text import detokenize_en, tokenize_en, tokenize_zh
+from tinyformer.text import (
+    ZhTokenizer,
+    detokenize_en,
+    tokenize_en,
+    tokenize_zh,
+)
 from tinyformer.translation.corpus import (
     HELD_OUT,
     MOODS,
@@ -280,6 +287,51 @@ def test_negation_is_its_own_word():
     assert corpus_tokenizer("他昨天没买衣服。") == ["他", "昨天", "没", "买", "衣服", "。"]
     assert corpus_tokenizer("我爱北京天安门") == ["我", "爱", "北京", "天安门"]
     assert tokenize_zh("他们明天不去学校。") == ["他们", "明天", "不去", "学校", "。"]
+
+
+@contextlib.contextmanager
+def jieba_quiet():
+    import jieba
+
+    level = jieba.default_logger.level
+    jieba.setLogLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        jieba.setLogLevel(level)
+
+
+def test_compact_dictionary_segments_exactly_as_jieba():
+    # 词频表存成散列值的数组（tinyformer.text._CompactFreq），分词与 jieba 自己的字典逐词相同；
+    # "BP" 与“偂”、"4s" 与“猴”在内存里字节相同，Python 的 hash 也相同，混在一句里也不能认错
+    import jieba
+
+    reference = jieba.Tokenizer()
+    with jieba_quiet():
+        reference.initialize()
+    ours = ZhTokenizer()
+    texts = [
+        "我们在BP石油公司的4S店里看见一只猴子偂偷吃了QQ糖。",
+        "中文没有空格，先要分词才能查表；本书用jieba。",
+        "缩放点积注意力把每个查询与所有键做点积，除以√d_k后做softmax。",
+    ]
+    for text in texts:
+        assert ours(text) == [w for w in reference.lcut(text) if w.strip()]
+        assert ours(text, cut_all=True) == [
+            w for w in reference.lcut(text, cut_all=True) if w.strip()
+        ]
+        assert ours(text, search=True) == [w for w in reference.lcut_for_search(text) if w.strip()]
+    frequencies = ours._tokenizer().FREQ
+    assert type(frequencies).__name__ == "_CompactFreq" and len(frequencies) > 400_000
+    assert (
+        frequencies.get("BP") == reference.FREQ["BP"] != reference.FREQ["偂"] == frequencies["偂"]
+    )
+    assert "不在词典里的一串字" not in frequencies
+    # “B超”在 jieba 的词典里有两行；词频总和、键的个数也都与 jieba 的字典相同
+    assert (
+        frequencies["B超"] == reference.FREQ["B超"] and ours._tokenizer().total == reference.total
+    )
+    assert len(frequencies) == len(reference.FREQ)
 
 
 # ---------------------------------------------------------------- 还原英文句子

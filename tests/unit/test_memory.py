@@ -46,3 +46,20 @@ def test_freed_memory_goes_back_to_the_os_only_with_a_fixed_threshold():
 def test_does_nothing_off_glibc(monkeypatch):
     monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
     assert memory.return_freed_memory() is False
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="只有 glibc 的 malloc 有这个阈值")
+def test_in_ipython_the_heap_is_trimmed_after_every_cell(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    trimmed = []
+    monkeypatch.setattr(memory, "_trim_heap", lambda result=None: trimmed.append(result))
+    monkeypatch.setattr("IPython.get_ipython", lambda: shell)
+    try:
+        assert memory.return_freed_memory() and memory.return_freed_memory()  # 调用两次只登记一次
+        shell.run_cell("x = 1")
+        assert len(trimmed) == 1 and trimmed[0].success
+    finally:
+        shell.events.unregister("post_run_cell", memory._trim_heap)
+        InteractiveShell.clear_instance()
