@@ -11,13 +11,19 @@ resources）。手机网络上每个请求都要排队、多一次往返，第�
 页面（本书全部）不加载 sphinx-design 的 design-tabs.js；页尾的脚本也 ``defer``（除了搜索页）。
 
 2. 主题（pydata-sphinx-theme.js）在页面加载时给每个代码块、输出量一次是否比框宽（``scrollWidth``），好让
-   比框宽、要横向滚动的拿到 Tab 停靠点。一口气量几百个元素逼浏览器把整页排版一遍，连 content-visibility
-   （_theme/site.css）先不排版的远处的节也排了：第 5 章手机上主线程因此卡一秒多（Lighthouse 的 TBT）。
-   这里把主题脚本里的这个循环换成分片做：每片约 10 ms，片间让出主线程，做完时 ``<html>`` 上标
-   ``data-tab-stops="ready"``（tests/book/test_phone.py 等它）。主题更新、认不出这段代码时构建失败。
+   比框宽、要滚动的拿到 Tab 停靠点。一口气量几百个元素逼浏览器把整页排版一遍，连 content-visibility
+   （_theme/site.css）先不排版的远处的内容也排了：第 4 章手机上主线程因此卡一秒多（Lighthouse 的 TBT）；
+   分片量也不行，每量一个远处的元素就要排版它。这里把主题脚本里量元素的函数换成空的，这件事由
+   _ext/page_scripts.py 的 SCROLLABLE 做：元素排好时才量，读者按第一个键时量完其余的。主题更新、认不出这段
+   代码时构建失败。
 
 3. 图片快进入视野时才下载（``<img loading="lazy">``）：第 4 章一张 270 KB 的 SVG 图原来和样式表一起下载，
    手机网络上第一段文字（Lighthouse 的 LCP）因此晚一秒多。
+
+4. 代码块里的元素减半：Pygments 给每个词、每个标点包一个 ``<span class="…">``，第 5 章 21,000 个元素里约 7,000 个
+   是名字（``n``）与标点（``p``）的 span，而本书的两个配色（主题的 a11y-high-contrast 浅色与深色）给它们的颜色
+   就是代码块本身的颜色。这里换一个不给这两类（和空白 ``w``）包 span 的 HtmlFormatter，文字与颜色不变、浏览器
+   要算样式和排版的元素少了。配色换了、给它们另配颜色时构建失败。
 
 同一组样式表连成同一个文件，散列取自文件名的列表；内容每次构建都按列表重写（增量构建时没重写的页面
 照样用上改过的 ``_theme/site.css``），链接上的 ``?v=`` 是内容的散列。只处理 html 构建器。
@@ -32,6 +38,9 @@ import posixpath
 import re
 from pathlib import Path
 
+from pygments.formatters import HtmlFormatter
+from pygments.styles import get_style_by_name
+from pygments.token import Token
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
@@ -50,14 +59,8 @@ THEME_LOOP = (
     "const e=()=>{document.querySelectorAll(" + SCROLLABLES + ").forEach((e=>{e.tabIndex="
     "e.scrollWidth>e.clientWidth||e.scrollHeight>e.clientHeight?0:-1}))}"
 )
-SLICED_LOOP = (
-    "const e=(()=>{let q=[];const root=document.documentElement,step=()=>{const t=performance.now();"
-    "while(q.length&&performance.now()-t<10){const e=q.shift();e.tabIndex="
-    "e.scrollWidth>e.clientWidth||e.scrollHeight>e.clientHeight?0:-1}"
-    'q.length?setTimeout(step):root.dataset.tabStops="ready"};'
-    "return()=>{const idle=!q.length;q=[...document.querySelectorAll(" + SCROLLABLES + ")];"
-    "delete root.dataset.tabStops;idle&&setTimeout(step)}})()"
-)
+# 换成的空函数：主题在窗口大小变了、正文变了时还会调用它
+NO_LOOP = "const e=()=>{}"
 # sphinx-design 给每页加的标签页脚本；本书没有标签页（.sd-tab-set），它只在页面加载时多占一段主线程
 DESIGN_TABS = re.compile(r'[ \t]*<script [^>]*src="[^"]*_static/design-tabs\.js[^"]*"></script>\n?')
 # 页尾照常执行的脚本（主题的 bootstrap.js、pydata-sphinx-theme.js，检查器、翻译器、写诗器的脚本）：
@@ -135,18 +138,18 @@ def bundle_page(
     return IMG.sub('<img loading="lazy" ', page_html)
 
 
-def slice_theme_loop(site: Path) -> None:
-    """把主题脚本里一口气量全部代码块的循环换成分片做的（见模块说明第 2 条）。"""
+def drop_theme_loop(site: Path) -> None:
+    """去掉主题脚本里一口气量全部代码块的循环（见模块说明第 2 条）。"""
     path = site / THEME_JS
     text = path.read_text(encoding="utf-8")
-    if SLICED_LOOP in text:
+    if NO_LOOP in text:
         return
     if text.count(THEME_LOOP) != 1:
         raise ExtensionError(
             f"first_screen：{THEME_JS} 里认不出给代码块加 Tab 停靠点的循环（主题更新了？）"
         )
     tmp = path.with_suffix(".js.tmp")
-    tmp.write_text(text.replace(THEME_LOOP, SLICED_LOOP), encoding="utf-8")
+    tmp.write_text(text.replace(THEME_LOOP, NO_LOOP), encoding="utf-8")
     tmp.replace(path)
 
 
@@ -154,7 +157,7 @@ def _bundle_site(app, exception) -> None:
     if exception is not None or app.builder.name != "html":
         return
     site = Path(app.outdir)
-    slice_theme_loop(site)
+    drop_theme_loop(site)
     # 哪些样式表连成了哪个文件：增量构建时没重写的页面只剩 bundle 的链接，靠这份记录重写它的内容
     manifest = Path(app.doctreedir) / "css_bundles.json"
     bundles = json.loads(manifest.read_text("utf-8")) if manifest.is_file() else {}
@@ -185,7 +188,36 @@ def _bundle_site(app, exception) -> None:
     )
 
 
+# 与代码块同色的词：不包 span（见模块说明第 4 条）
+PLAIN_TOKENS = (Token.Name, Token.Punctuation, Token.Text.Whitespace)
+
+
+class PlainTokensFormatter(HtmlFormatter):
+    """Pygments 的 HtmlFormatter，只是 PLAIN_TOKENS 不包 span（与相邻的同类文字连成一段）。"""
+
+    def _get_css_class(self, ttype):
+        return "" if ttype in PLAIN_TOKENS else super()._get_css_class(ttype)
+
+
+def _plain_tokens(app) -> None:
+    highlighter = getattr(app.builder, "highlighter", None)
+    if highlighter is None or highlighter.formatter is not HtmlFormatter:
+        return
+    options = app.builder.theme.get_options(app.config.html_theme_options)
+    for key in ("pygments_light_style", "pygments_dark_style"):
+        style = get_style_by_name(options[key])
+        different = [
+            t for t in PLAIN_TOKENS if style.style_for_token(t) != style.style_for_token(Token.Text)
+        ]
+        if different:
+            raise ExtensionError(
+                f"first_screen：代码配色 {options[key]} 给 {different} 另配了样式，它们要包 span"
+            )
+    highlighter.formatter = PlainTokensFormatter
+
+
 def setup(app):
+    app.connect("builder-inited", _plain_tokens)
     # 在别的扩展把样式表写进 _static 之后（icons 400；myst-nb、sphinx-proof 等默认的 500）、
     # light_pages 称重（900）之前
     app.connect("build-finished", _bundle_site, priority=800)

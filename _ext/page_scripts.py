@@ -10,10 +10,11 @@
    之前，所以等这个事件的代码照常工作）。只有 documentation_options.js（1 KB）照常执行：``<head>`` 末尾的
    内联脚本立刻用到它定义的 DOCUMENTATION_OPTIONS。搜索页除外：它的模板在页尾直接加载 searchtools.js，
    那个脚本一执行就要用 doctools.js 定义的 ``_ready``，所以搜索页的脚本照常执行。
-4. 公式不在 Tab 键的顺序里（_config.yml 的 MathJax 设置）；只有比栏宽、要横向滚动的行间公式和表格（手机上）
-   拿一个停靠点（tabindex=0），键盘用户才能滚动它（axe 的 scrollable-region-focusable）。公式快进入视野时
-   才排版（MathJax 的 ui/lazy）；全书 PDF 的单页 HTML 关掉它，打印前全部排好。
-5. 跳到页内某一节之后，等沿途先不排版的节（content-visibility，_theme/site.css）排好，把目标放回视野（SETTLE_ANCHOR）。
+4. 公式不在 Tab 键的顺序里（_config.yml 的 MathJax 设置）；只有比框宽、要滚动的行间公式、表格（手机上）、
+   代码块和输出拿一个停靠点（tabindex=0），键盘用户才能滚动它（axe 的 scrollable-region-focusable）。
+   页面打开时不全部量：一个元素排好时（ResizeObserver）才量它，读者按第一个键时再量完其余的（SCROLLABLE）。
+   全书 PDF 的单页 HTML 在浏览器里排版公式，关掉 MathJax 的 ui/lazy，打印前全部排好（NOT_LAZY）。
+5. 跳到页内某一节之后，等沿途先不排版的块（content-visibility，_theme/site.css）排好，把目标放回视野（SETTLE_ANCHOR）。
 6. 控件管理器（embed.js，1.9 MB）不在页面打开时加载：等第一个控件离视野还有约一屏时才加载（全书 PDF 的单页
    HTML 除外）。embed.js 只在 window 的 load 事件里渲染控件；load 早已发生，所以它执行的那一刻把它登记的
    load 回调改成立刻执行。
@@ -41,29 +42,41 @@ window.addEventListener("DOMContentLoaded", () => {
 
 SCROLLABLE = """
 window.addEventListener("DOMContentLoaded", () => {
-  const mark = (el) => {
-    if (el.scrollWidth > el.clientWidth + 1) el.tabIndex = 0;
-    else el.removeAttribute("tabindex");
+  const root = document.documentElement;
+  // 元素 → 它什么时候算“要滚动”：行间公式和表格看横向（公式的字形常比框高一点点，不算）；代码块、输出
+  // 看两个方向（输出有最大高度）——后者原是主题脚本（pydata-sphinx-theme.js）做的，_ext/first_screen.py 关掉了它
+  const wide = (el) => el.scrollWidth > el.clientWidth + 1;
+  const either = (el) => el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight;
+  const kinds = [
+    ['.bd-article table, mjx-container[display="true"]', wide],
+    ["pre, .nboutput > .output_area, .cell_output > .output, .jp-RenderedHTMLCommon", either],
+  ];
+  const scrolls = new Map();
+  const mark = (els) => {
+    // 先全部量，再改：改了 tabindex，下一次量就要重新算样式
+    const scrolling = els.map((el) => scrolls.get(el)(el));
+    els.forEach((el, i) => (scrolling[i] ? (el.tabIndex = 0) : el.removeAttribute("tabindex")));
   };
-  // 窗口变宽变窄时大小会变（全书 PDF 的单页 HTML 里公式排好时也变）
-  const sizes = new ResizeObserver((entries) => entries.forEach((entry) => mark(entry.target)));
-  const all = () => document.querySelectorAll('.bd-article table, mjx-container[display="true"]');
-  const watch = () => all().forEach((el) => sizes.observe(el));
+  // 量一个元素的 scrollWidth 会逼浏览器排版它，连离视野远、本来先不排版的块（content-visibility，
+  // _theme/site.css）也排：页面打开时全部量一遍，第 4 章手机上主线程因此卡一秒多（Lighthouse 的 TBT）。
+  // 所以只量浏览器已经排好的：ResizeObserver 在一个元素排好（它滚近视野）、大小变了（窗口变宽变窄、字体到了）
+  // 时报告它，这时量不用再排版
+  const sizes = new ResizeObserver((entries) => mark(entries.map((entry) => entry.target)));
+  const watch = () => kinds.forEach(([selector, test]) => document.querySelectorAll(selector).forEach((el) => {
+    if (!scrolls.has(el)) { scrolls.set(el, test); sizes.observe(el); }
+  }));
   watch();
-  // 页面打开时全部量一遍。一口气量完会逼浏览器把离视野远、本来先不排版的节（content-visibility）也排版，
-  // 主线程卡一大段：分片量，每片约 10 ms，做完时 <html> 上标 data-scrollables（浏览器测试等它）
-  const queue = [...all()];
-  const step = () => {
-    const start = performance.now();
-    while (queue.length && performance.now() - start < 10) mark(queue.shift());
-    if (queue.length) setTimeout(step);
-    else document.documentElement.dataset.scrollables = "ready";
-  };
-  setTimeout(step);
+  // 用键盘的读者按第一个键时，远处的也全部量好（排版一次整页），Tab 键才停得到远处要滚动的框。
+  // 做完时 <html> 上标 data-tab-stops（浏览器测试按一下 Shift 后等它）
+  window.addEventListener("keydown", () => {
+    mark([...scrolls.keys()]);
+    root.dataset.tabStops = "ready";
+  }, {once: true, capture: true});
+  // 全书 PDF 的单页 HTML 里公式在浏览器里排版：排好后再找一遍
   if (window.MathJax && MathJax.startup) MathJax.startup.promise.then(watch);
 });"""
-# 远处的节先不排版（content-visibility，_theme/site.css）：跳到页内某处（目录、页内链接、带 # 的网址）时，
-# 浏览器先按估计的高度滚过去，沿途的节排好后高度变了，目标跟着移位。跳转后跟几帧，把目标放回视野里，
+# 远处的块先不排版（content-visibility，_theme/site.css）：跳到页内某处（目录、页内链接、带 # 的网址）时，
+# 浏览器先按估计的高度滚过去，沿途的块排好后高度变了，目标跟着移位。跳转后跟几帧，把目标放回视野里，
 # 直到它不再移动（最多约一秒，读者自己滚动就停）
 SETTLE_ANCHOR = """
 (() => {

@@ -1,6 +1,7 @@
 """第一屏要的少（issue 38 第 1 条）：公式在构建时排好（_ext/static_math.py），每页一个样式表
 （_ext/first_screen.py）。这里用小例子查两个扩展本身；整站的效果由 tests/book/test_phone.py 在浏览器里查。"""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -75,3 +76,22 @@ def test_stylesheets_are_joined_with_imports_inlined_and_urls_rebased(tmp_path: 
     assert "url(file.png)" in text  # basic.css 本来就在 _static/
     assert 'url("styles/img/a.svg")' in text  # 相对 _static/ 里的合并文件
     assert "url(data:image/png;base64,AA==)" in text
+
+
+def test_code_leaves_names_and_punctuation_unwrapped_with_the_same_text():
+    """与代码块同色的名字、标点不包 span（_ext/first_screen.py 第 4 条）；有颜色的词照旧，文字一字不差。"""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    from _ext.first_screen import PlainTokensFormatter
+
+    code = "x = torch.zeros(3, 4)  # 注释\nprint(len(x), 'a')\n"
+    lean = highlight(code, PythonLexer(), PlainTokensFormatter())
+    full = highlight(code, PythonLexer(), HtmlFormatter())
+    assert 'class="n"' in full and 'class="p"' in full
+    assert 'class="n"' not in lean and 'class="p"' not in lean and 'class="w"' not in lean
+    for kept in ('class="o"', 'class="mi"', 'class="c1"', 'class="nb"', 'class="s1"'):
+        assert kept in lean
+    assert lean.count("<span") < full.count("<span") / 2
+    assert re.sub(r"<[^>]+>", "", lean) == re.sub(r"<[^>]+>", "", full)
