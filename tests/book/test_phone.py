@@ -85,6 +85,20 @@ def test_axe_finds_nothing_serious(browser, server, name, mode):
         v.close()
 
 
+def test_axe_finds_nothing_at_all_on_the_references_page(browser, server):
+    """参考文献页的每条是列表项（_ext/bib_labels.py），axe 的全部规则、任何严重程度都不报。"""
+    v = phone(browser, server, "chapters/appendix_references")
+    try:
+        v.page.add_script_tag(content=axe_source())
+        found = v.page.evaluate(
+            "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+            ".map((v) => `${v.id}: ${v.nodes.length}`)"
+        )
+        assert found == []
+    finally:
+        v.close()
+
+
 FITS = """(el) => {
   const column = el.getBoundingClientRect();  // 图所在的栏
   return [...el.querySelectorAll("svg")].map((svg) => {
