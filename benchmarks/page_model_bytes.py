@@ -7,16 +7,13 @@
     python -m benchmarks.page_model_bytes _build/html
     python -m benchmarks.page_model_bytes /tmp/old_build/html
 
-``--slow``：再按 Lighthouse 手机预设的条件量用时——网络 1.6 Mbps 下行、150 ms 往返（Chromium DevTools 协议的
+``--slow``：改量用时，按 Lighthouse 手机预设的条件——网络 1.6 Mbps 下行、150 ms 往返（Chromium DevTools 协议的
 网络节流），CPU 减速 4 倍；网站放在开着 gzip 的静态服务器后面（benchmarks/lighthouse_mobile.py 的 serve），
 读者一打开页面就翻到组件那里，计时从开始导航到第一个结果。
 """
 
-import functools
 import gzip
-import http.server
 import sys
-import threading
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -53,13 +50,11 @@ def sent(site: Path, paths: set[str]) -> tuple[int, int]:
     return raw, compressed
 
 
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+THROTTLE = {"offline": False, "latency": 150, "downloadThroughput": 1.6e6 / 8,
+            "uploadThroughput": 750e3 / 8}  # fmt: skip  # Lighthouse 手机预设的网络
 
 
-def slow(site: Path) -> None:
-    """Lighthouse 手机条件下，打开页面到第一个结果的秒数。"""
+def main(site: Path, slow: bool = False) -> None:
     server, base = serve(site)
     sync_playwright, executable = playwright_chromium()
     with sync_playwright() as playwright:
@@ -67,16 +62,18 @@ def slow(site: Path) -> None:
         for name, page_path, widget, trigger in WIDGETS:
             context = browser.new_context()
             page = context.new_page()
-            cdp = context.new_cdp_session(page)
-            cdp.send("Network.enable")
-            cdp.send(
-                "Network.emulateNetworkConditions",
-                {"offline": False, "latency": 150, "downloadThroughput": 1.6e6 / 8,
-                 "uploadThroughput": 750e3 / 8},
-            )  # fmt: skip
-            cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
+            paths = set()
+            page.on("requestfinished", lambda r, paths=paths: paths.add(urlparse(r.url).path))
+            if slow:
+                cdp = context.new_cdp_session(page)
+                cdp.send("Network.enable")
+                cdp.send("Network.emulateNetworkConditions", THROTTLE)
+                cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
             start = time.perf_counter()
-            page.goto(base + page_path, wait_until="commit")
+            page.goto(base + page_path, wait_until="commit" if slow else "load")
+            if not slow:  # 量字节时分开“打开页面”与“触发之后”
+                page.wait_for_load_state("networkidle")
+            before = set(paths)
             page.locator(widget).scroll_into_view_if_needed(timeout=120_000)
             if trigger != "scroll":
                 page.click(f"{widget} > summary" if trigger == "summary" else f"{widget} {trigger}")
@@ -86,42 +83,16 @@ def slow(site: Path) -> None:
             )
             seconds = time.perf_counter() - start
             state = page.locator(widget).get_attribute("data-state")
-            print(
-                f"{name}（{state}）：1.6 Mbps、CPU 慢 4 倍，打开页面到第一个结果 {seconds:.1f} 秒"
-            )
-            context.close()
-        browser.close()
-    server.shutdown()
-
-
-def main(site: Path) -> None:
-    handler = functools.partial(Quiet, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    sync_playwright, executable = playwright_chromium()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, headless=True)
-        for name, page_path, widget, trigger in WIDGETS:
-            context = browser.new_context()
-            page = context.new_page()
-            paths = set()
-            page.on("requestfinished", lambda r, paths=paths: paths.add(urlparse(r.url).path))
-            page.goto(f"http://127.0.0.1:{server.server_port}/{page_path}", wait_until="load")
-            page.wait_for_load_state("networkidle")
-            before = set(paths)
-            page.locator(widget).scroll_into_view_if_needed()
-            if trigger != "scroll":
-                page.click(f"{widget} > summary" if trigger == "summary" else f"{widget} {trigger}")
-            page.wait_for_function(
-                f"() => ['done', 'error'].includes(document.querySelector('{widget}').dataset.state)",
-                timeout=300_000,
-            )
-            state = page.locator(widget).get_attribute("data-state")
             total, after = sent(site, paths), sent(site, paths - before)
-            print(
-                f"{name}（{state}）：打开页面到第一个结果 {total[1] / 1e6:.2f} MB（gzip 托管；原样 "
-                f"{total[0] / 1e6:.2f} MB），其中触发之后 {after[1] / 1e6:.2f} MB"
-            )
+            if slow:
+                print(
+                    f"{name}（{state}）：1.6 Mbps、CPU 慢 4 倍，打开页面到第一个结果 {seconds:.1f} 秒"
+                )
+            else:
+                print(
+                    f"{name}（{state}）：打开页面到第一个结果 {total[1] / 1e6:.2f} MB（gzip 托管；原样 "
+                    f"{total[0] / 1e6:.2f} MB），其中触发之后 {after[1] / 1e6:.2f} MB"
+                )
             context.close()
         browser.close()
     server.shutdown()
@@ -129,4 +100,4 @@ def main(site: Path) -> None:
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--slow"]
-    (slow if "--slow" in sys.argv else main)(Path(args[0] if args else "_build/html").resolve())
+    main(Path(args[0] if args else "_build/html").resolve(), slow="--slow" in sys.argv)
