@@ -1,8 +1,9 @@
 """网站是轻的（issue 12 第 6 条）：扫描 _build/html（不构建，也不开浏览器）。
 
-- 整个网站 ≤ 20 MB（_ext/light_pages.py 删掉页面从不加载的 MathJax 组件、主题翻译目录、source map 与
+- 整个网站不超过 ``SITE_BUDGET``（_ext/light_pages.py 删掉页面从不加载的 MathJax 组件、主题翻译目录、source map 与
   FontAwesome 的 JS；控件管理器用 embed.js，见 tools/web_assets.py）；
-- 每一页连同它引用的脚本、样式、图片，以及它运行时会加载的 MathJax 与控件字体 ≤ 6 MB。这里按 HTML
+- 每一页连同它引用的脚本、样式、图片，以及它运行时会加载的字体不超过 ``PAGE_BUDGET``，元素数不超过
+  ``ELEMENT_BUDGET``。这里按 HTML
   里的引用静态地估计；tests/book/test_browser.py 在浏览器里按真实请求再量一遍。
 
 没有构建结果时跳过，CI（CI=true）里失败（conftest.py 的 site）。
