@@ -14,7 +14,7 @@ from tinyformer import (
     copy_from_torch,
     padding_mask,
 )
-from tinyformer.attention import _attend, _attend_fused
+from tinyformer.attention import _attend, _attend_fused, _broadcast_batch
 
 B, T, S, C, H = 2, 5, 7, 16, 4
 D = C // H
@@ -31,6 +31,24 @@ def _mha_pair(bias=True):
     theirs = torch.nn.MultiheadAttention(C, H, bias=bias, batch_first=True).eval()
     ours = copy_from_torch(MultiHeadAttention(C, H, bias=bias), theirs).eval()
     return ours, theirs
+
+
+BATCH_SHAPES = [(), (1,), (3,), (2, 1), (1, 4), (2, 4), (5, 1, 4), (2, 3, 4)]
+
+
+def test_batch_dims_broadcast_exactly_as_torch():
+    # attention_with_weights 自己广播批量维（torch.broadcast_shapes 第一次调用时导入 sympy）：
+    # 每一对形状的结果或错误都与 torch 相同
+    for a in BATCH_SHAPES:
+        for b in BATCH_SHAPES:
+            query, key = torch.empty(*a, 2, 8), torch.empty(*b, 3, 8)
+            try:
+                expected = tuple(torch.broadcast_shapes(a, b))
+            except RuntimeError:
+                with pytest.raises(ValueError, match="must broadcast"):
+                    _broadcast_batch(query, key)
+            else:
+                assert _broadcast_batch(query, key) == expected, (a, b)
 
 
 def test_sdpa_matches_formula_written_out():
