@@ -37,123 +37,80 @@ def _stats(x: Tensor) -> tuple[Tensor, Tensor]:
     return mean, var
 
 
-def _check_post_ln(model: Transformer) -> None:
-    if model.config.norm_first:
-        raise ValueError(
-            "the inspector follows the post-LN layer order of chapter 8's model, "
-            f"got a model with norm_first={model.config.norm_first}"
-        )
-
-
 def _hooks(model: Transformer, stages: dict[str, Tensor]) -> list:
     """在真模型的模块上挂钩子，把中间结果写进 ``stages``；返回句柄（用完 ``remove()``）。"""
-
-    def keep(name: str, value: Callable) -> Callable:
-        def hook(module, args, kwargs, output):
-            stages.update(value(module, args, kwargs, output))
-
-        return hook
-
-    def norm_stats(name):
-        def value(module, args, kwargs, output):
-            (x,) = args
-            mean, var = _stats(x)
-            out_mean, out_var = _stats(output)
-            return {
-                f"{name}.output": output,
-                f"{name}.input_mean": mean,
-                f"{name}.input_var": var,
-                f"{name}.output_mean": out_mean,
-                f"{name}.output_var": out_var,
-            }
-
-        return value
-
-    def attention(name):
-        def value(module, args, kwargs, output):
-            query, key, value_ = args[:3]
-            q, k, v = module._project(query, key, value_)  # 包自己的投影
-            y, weights = output
-            return {
-                f"{name}.q": q,
-                f"{name}.k": k,
-                f"{name}.v": v,
-                f"{name}.weights": weights,
-                f"{name}.output": y,
-            }
-
-        return value
-
     handles = []
 
-    def on(module, name, value):
-        handles.append(module.register_forward_hook(keep(name, value), with_kwargs=True))
+    def on(module, record: Callable) -> None:  # record(module, args, output) -> {名字: 张量}
+        def hook(module, args, output):
+            stages.update(record(module, args, output))
 
-    for side, embed in (("encoder", model.src_embed), ("decoder", model.tgt_embed)):
-        on(embed.embedding, side, lambda m, a, k, out, s=side: {f"{s}.embedding": out})
-        on(embed, side, lambda m, a, k, out, s=side: {f"{s}.embedding_scaled": out})
-    for side, layers in (("encoder", model.encoder_layers), ("decoder", model.decoder_layers)):
-        for i, layer in enumerate(layers):
-            name = f"{side}.layers.{i}"
-            attentions = (
-                ("self_attn",) if isinstance(layer, EncoderLayer) else ("self_attn", "cross_attn")
-            )
-            for sublayer in attentions:
-                on(getattr(layer, sublayer), name, attention(f"{name}.{sublayer}"))
-            norms = (
-                ("norm1", "norm2")
-                if isinstance(layer, EncoderLayer)
-                else ("norm1", "norm2", "norm3")
-            )
-            for k, norm in enumerate(norms, start=1):
-                on(getattr(layer, norm), name, norm_stats(f"{name}.{norm}"))
-                # LayerNorm 的输入就是残差和
-                on(
-                    getattr(layer, norm),
-                    name,
-                    lambda m, a, kw, out, n=f"{name}.residual{k}": {n: a[0]},
-                )
-            on(layer.ffn.activation, name, lambda m, a, k, out, n=name: {f"{n}.ffn.hidden": out})
-            on(layer.ffn, name, lambda m, a, k, out, n=name: {f"{n}.ffn.output": out})
-    # 进入第一层的就是 嵌入 ×√C + 位置编码（两个栈共用一个 PositionalEncoding，所以在层上取）
-    for side, layers in (("encoder", model.encoder_layers), ("decoder", model.decoder_layers)):
+        handles.append(module.register_forward_hook(hook))
+
+    def attention(name: str) -> Callable:
+        def record(module, args, output):
+            q, k, v = module._project(*args[:3])  # 包自己的投影
+            y, weights = output
+            names = ("q", "k", "v", "weights", "output")
+            return {f"{name}.{n}": t for n, t in zip(names, (q, k, v, weights, y), strict=True)}
+
+        return record
+
+    def norm(name: str, residual: str) -> Callable:
+        def record(module, args, output):
+            (x,) = args  # LayerNorm 的输入就是残差和
+            found = {residual: x, f"{name}.output": output}
+            for which, value in (("input", x), ("output", output)):
+                found[f"{name}.{which}_mean"], found[f"{name}.{which}_var"] = _stats(value)
+            return found
+
+        return record
+
+    for side, embed, layers in (
+        ("encoder", model.src_embed, model.encoder_layers),
+        ("decoder", model.tgt_embed, model.decoder_layers),
+    ):
+        on(embed.embedding, lambda m, a, out, s=side: {f"{s}.embedding": out})
+        on(embed, lambda m, a, out, s=side: {f"{s}.embedding_scaled": out})
+        # 进入第一层的就是 嵌入 ×√C + 位置编码（两个栈共用一个 PositionalEncoding，所以在层上取）
         handles.append(
             layers[0].register_forward_pre_hook(
                 lambda m, args, s=side: stages.update({f"{s}.input": args[0]})
             )
         )
-    on(model.encoder_norm, "memory", lambda m, a, k, out: {"memory": out})
-    on(model.output, "decoder", lambda m, a, k, out: {"decoder.logits": out})
+        for i, layer in enumerate(layers):
+            name = f"{side}.layers.{i}"
+            encoder = isinstance(layer, EncoderLayer)
+            for sublayer in ("self_attn",) if encoder else ("self_attn", "cross_attn"):
+                on(getattr(layer, sublayer), attention(f"{name}.{sublayer}"))
+            for k in range(1, 3 if encoder else 4):
+                on(getattr(layer, f"norm{k}"), norm(f"{name}.norm{k}", f"{name}.residual{k}"))
+            on(layer.ffn.activation, lambda m, a, out, n=name: {f"{n}.ffn.hidden": out})
+            on(layer.ffn, lambda m, a, out, n=name: {f"{n}.ffn.output": out})
+    on(model.encoder_norm, lambda m, a, out: {"memory": out})
+    on(model.output, lambda m, a, out: {"decoder.logits": out})
     return handles
 
 
 @torch.no_grad()
 def inspect(translator: Translator, sentence: str, tgt: Tensor | None = None) -> dict[str, Tensor]:
-    """真模型算出的每个中间结果（前向钩子记下的），名字同 :func:`encoder_stage_names` 与
-    :func:`decoder_stage_names`，外加 ``src_ids``、``tgt_ids``。
+    """真模型算出的每个中间结果（前向钩子记下的）：名字 → 张量（名字见模块说明，外加 ``src_ids``、
+    ``tgt_ids``），去掉了批量维（B = 1）。
 
-    解码器一侧送入的是 ``<bos>`` + 贪心译文（不含最后的 ``<eos>``），与
-    :meth:`~tinyformer.translation.translator.Translator.cross_attention` 相同：第 t 行的 logits 就是贪心解码
-    第 t 步选词用的那一行。``tgt`` 给出时用它（形状 (1, T)，第一列是 ``<bos>``）。
-
-    参数:
-        translator: :class:`~tinyformer.translation.translator.Translator`。
-        sentence: 一句中文。
-        tgt: 解码器的输入（默认 ``None``：用贪心译文）。
-
-    返回:
-        名字 → 张量，去掉了批量维（B = 1）。
+    解码器一侧送入的是 ``tgt``（形状 (1, T)，第一列是 ``<bos>``）；默认是 ``<bos>`` + 贪心译文（不含最后的
+    ``<eos>``），与 :meth:`~tinyformer.translation.translator.Translator.cross_attention` 相同：第 t 行的
+    logits 就是贪心解码第 t 步选词用的那一行。
     """
     check_instance("translator", translator, Translator)
     model = translator.model.eval()
-    _check_post_ln(model)
+    if model.config.norm_first:
+        raise ValueError(
+            "the inspector follows the post-LN layer order of chapter 8's model, "
+            f"got a model with norm_first={model.config.norm_first}"
+        )
     src = translator.encode([sentence])  # (1, S)
     if tgt is None:
-        out = translator.translate_ids(src)  # (1, 1 + L)
-        produced = out[0, 1:].tolist()
-        eos = translator.tgt_vocab.eos_id
-        length = produced.index(eos) + 1 if eos in produced else len(produced)
-        tgt = out[:, :length]  # <bos> y_1 … y_{L-1}
+        tgt = translator.translate_one(src)[:, :-1]  # <bos> y_1 … y_{T-1}
     stages: dict[str, Tensor] = {}
     handles = _hooks(model, stages)
     layers = [*model.encoder_layers, *model.decoder_layers]

@@ -40,14 +40,8 @@ from .translator import Translator, new_translator
 
 @dataclass(frozen=True)
 class Batch:
-    """一批训练样本（都已用 ``pad_id`` 补齐）。
-
-    属性:
-        src: 源句 (B, S)。
-        tgt_in: 解码器输入 ``<bos> y_1 … y_n`` (B, T)。
-        tgt_out: 要预测的 ``y_1 … y_n <eos>`` (B, T)，即 tgt_in 左移一位。
-        pad_id: 填充编号。
-    """
+    """一批训练样本，都已用 ``pad_id`` 补齐：源句 (B, S)，解码器输入 ``<bos> y_1 … y_n`` (B, T)，
+    要预测的 ``y_1 … y_n <eos>`` (B, T)（``tgt_in`` 左移一位）。"""
 
     src: Tensor
     tgt_in: Tensor
@@ -61,12 +55,8 @@ def encode_pairs(
     tgt_vocab: Vocab,
     tokenizer: Callable[[str], list[str]] = corpus_tokenizer,
 ) -> list[tuple[list[int], list[int]]]:
-    """句对 → (源句编号, 目标句编号)。源句用 ``tokenizer`` 分词，目标句两端加 ``<bos>``/``<eos>``。
-
-    参数:
-        pairs: 有 ``.zh``、``.en`` 属性的句对（如 :class:`~tinyformer.translation.corpus.Pair`）。
-        src_vocab, tgt_vocab: 源、目标词表。
-        tokenizer: 中文分词器（默认语料的 ``tinyformer.translation.corpus.corpus_tokenizer``，词表是用它建的）。
+    """句对（有 ``.zh``、``.en``）→ (源句编号, 目标句编号)。源句用 ``tokenizer`` 分词（默认语料的
+    ``corpus_tokenizer``：词表是用它建的），目标句两端加 ``<bos>``/``<eos>``。
 
     例子::
 
@@ -241,23 +231,12 @@ def train(
     来自 ``torch.manual_seed(seed)``（在 ``torch.random.fork_rng`` 里，训练前后全局随机数状态不变）。
     所以只给 ``max_steps`` 时，同一台机器上重复训练的结果完全相同；给 ``max_seconds`` 时走多少步取决于机器快慢。
 
-    参数:
-        model: :class:`~tinyformer.Transformer`，或任何 ``forward(src, tgt_in)`` 返回 logits、
-            带 ``config``（:class:`~tinyformer.TransformerConfig`）属性的模块（基准脚本用它
-            训练同尺寸的 ``torch.nn.Transformer``）。训练后保持 ``train()`` 模式。
-        examples: :func:`encode_pairs` 的结果。
-        max_steps: 最多多少步（``None`` 表示不限，但这时必须给 ``max_seconds``）。
-        max_seconds: 最多多少秒的墙钟时间。
-        batch_size: 每批句对数（默认 64）。
-        smoothing: 标签平滑 ε（默认 0.1）。
-        warmup, lr_factor: 传给 :func:`warmup_lr`（默认 400 步、1.0）。
-        seed: 随机种子（默认 0）。
-        progress: 是否显示 tqdm 进度条（默认 ``True``）。进度条只显示步数和损失，不显示用时。
-        callback: 可选，``callback(step, model)`` 每步之后调用；返回 ``True`` 时提前停止
-            （基准脚本用它定时评估）。
-
-    返回:
-        :class:`TrainHistory`。
+    ``model`` 是 :class:`~tinyformer.Transformer`，或任何 ``forward(src, tgt_in)`` 返回 logits、带
+    ``config``（:class:`~tinyformer.TransformerConfig`）的模块（基准脚本用它训练同尺寸的
+    ``torch.nn.Transformer``），训练后保持 ``train()`` 模式；``examples`` 是 :func:`encode_pairs` 的结果；
+    ``smoothing`` 是标签平滑 ε；``warmup``、``lr_factor`` 传给 :func:`warmup_lr`。进度条只显示步数和损失，
+    不显示用时。``callback(step, model)`` 每步之后调用，返回 ``True`` 时提前停止（基准脚本用它评估）。
+    返回 :class:`TrainHistory`。
     """
     check_instance("model", model, nn.Module)
     check_instance("model.config", getattr(model, "config", None), TransformerConfig)

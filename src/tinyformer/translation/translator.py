@@ -26,14 +26,7 @@ from .corpus import OUT_OF_GRAMMAR, PROPER_NOUNS, corpus_tokenizer, in_grammar
 
 @dataclass(frozen=True)
 class Evaluation:
-    """在一组句对上评估的结果。
-
-    属性:
-        exact_match: 译文与参考译文逐字相同的比例。
-        bleu: sacreBLEU 的语料级 BLEU（0–100）。
-        hypotheses: 模型的译文。
-        references: 参考译文。
-    """
+    """在一组句对上评估的结果：完全匹配率（逐字相同的比例）、sacreBLEU 的语料级 BLEU（0–100）、译文与参考译文。"""
 
     exact_match: float
     bleu: float
@@ -84,22 +77,10 @@ class UntranslatableError(ValueError):
 
 @dataclass(frozen=True)
 class Translation:
-    """一句话的译文，连同它可不可信。由 :meth:`Translator.translate_checked` 返回。
+    """一句话的译文，连同它可不可信（:meth:`Translator.translate_checked` 返回）。
 
-    属性:
-        source: 中文原句。
-        text: 模型的译文；句型不在训练语料里时也照样给出（它是模型的尝试）。
-        in_grammar: 原句的句型是否在训练语料里（默认由 :func:`~tinyformer.translation.corpus.in_grammar`
-            精确判断）。
-        note: 给读者的提示：句型不在训练语料里时是 ``OUT_OF_GRAMMAR``
-            （"这句话的句型不在训练语料里，译文不可信"），否则是空字符串。
-
-    ``print(translation)`` 打印译文，有提示时下一行是“提示：…”。
-
-    例子::
-
-        >>> Translation("我明天去北京。", "I will go to Beijing tomorrow.", True, "").note
-        ''
+    句型不在训练语料里时 ``text`` 照样是模型的尝试，``in_grammar`` 为 ``False``，``note`` 是
+    ``OUT_OF_GRAMMAR``（否则是空字符串）。``print(translation)`` 打印译文，有提示时下一行是“提示：…”。
     """
 
     source: str
@@ -321,16 +302,18 @@ class Translator:
             raise ValueError(f"layer must be in [-{len(layers)}, {len(layers)}), got layer={layer}")
         src_tokens = self.tokenize(sentence)
         src = self._encode_tokens([src_tokens])  # (1, S)
+        out = self.translate_one(src, beam_size)  # <bos> y_1 … y_T：(1, 1 + T)
+        with recording_weights(layers[layer]) as (recorded,):
+            self.model(src, out[:, :-1])  # 送入 <bos> y_1 … y_{T-1}
+        weights = recorded.cross_attn_weights[0]  # (1, H, T, S) -> (H, T, S)
+        return src_tokens, self.tgt_vocab.decode(out[0, 1:].tolist()), weights
+
+    def translate_one(self, src: Tensor, beam_size: int = 1) -> Tensor:
+        """一句源句 (1, S) → ``<bos>`` + 译文的编号 (1, 1 + T)，截到第一个 ``<eos>``（含）。"""
         out = self.translate_ids(src, beam_size)  # (1, 1 + L)
         produced = out[0, 1:].tolist()
         eos = self.tgt_vocab.eos_id
-        length = produced.index(eos) + 1 if eos in produced else len(produced)
-        tgt_in = out[:, :length]  # <bos> y_1 … y_{L-1}：(1, T)
-        with recording_weights(layers[layer]) as (recorded,):
-            self.model(src, tgt_in)
-        weights = recorded.cross_attn_weights[0]  # (1, H, T, S) -> (H, T, S)
-        tgt_tokens = self.tgt_vocab.decode(produced[:length])
-        return src_tokens, tgt_tokens, weights
+        return out[:, : 1 + (produced.index(eos) + 1 if eos in produced else len(produced))]
 
     def __repr__(self) -> str:
         c = self.model.config
