@@ -185,12 +185,8 @@ def _surface(key: str) -> str:
 class Pair:
     """一个句对，以及生成它的语法槽位（槽位不进 ``repr``）。
 
-    参数:
-        zh: 中文句子，如 ``"我明天在学校看小说。"``。
-        en: 英文句子，如 ``"I will read novels at school tomorrow."``。
-        zh_words: 语法给出的中文词序列，``corpus_tokenizer(zh)`` 应当与之完全相同。
-        subject, time, action, place: 各槽位的中文（无空格；没有时间词或地点时为 ``""``）。
-        mood: ``"affirmative"``（肯定）、``"negative"``（否定）或 ``"question"``（疑问）。
+    ``zh_words`` 是语法给出的中文词序列，``corpus_tokenizer(zh)`` 应当与之完全相同；槽位是不带空格的
+    中文（没有时间词或地点时为 ``""``），``mood`` 是 :data:`MOODS` 之一。
 
     例子::
 
@@ -268,9 +264,6 @@ def all_pairs() -> list[Pair]:
     every day" 会变成“并非每天都喝”，两种语言的否定范围不同）；“我”“我们”不造疑问句；
     每个动作只配 ``ACTIONS`` 里列出的地点。
 
-    返回:
-        ``Pair`` 的列表。
-
     例子::
 
         >>> pairs = all_pairs()
@@ -281,8 +274,7 @@ def all_pairs() -> list[Pair]:
 
 
 @functools.cache
-def _enumerate_pairs() -> tuple[Pair, ...]:
-    """``all_pairs`` 的缓存版本（``Pair`` 不可变，可以共享）。"""
+def _enumerate_pairs() -> tuple[Pair, ...]:  # Pair 不可变，缓存的元组可以共享
     pairs = []
     for subject in SUBJECTS:
         for time in TIMES:
@@ -369,15 +361,8 @@ def _check_held_out(held_out: Sequence[tuple[str, str, str, str]]) -> None:
 
 @dataclass(frozen=True)
 class TranslationCorpus:
-    """训练/验证/测试三份句对，以及划分它们用的留出搭配。由 ``generate_corpus`` 创建。
-
-    参数:
-        train: 训练集。
-        valid: 验证集（与训练集同分布，不含留出搭配）。
-        test: 测试集：所有含留出搭配的句子。
-        held_out: 留出的搭配，格式同 ``HELD_OUT``。
-        seed: 生成时用的随机种子。
-    """
+    """训练/验证/测试三份句对（验证集与训练集同分布；测试集是所有含留出搭配的句子），以及划分它们用的
+    留出搭配（格式同 ``HELD_OUT``）和种子。由 ``generate_corpus`` 创建。"""
 
     train: tuple[Pair, ...]
     valid: tuple[Pair, ...]
@@ -385,14 +370,8 @@ class TranslationCorpus:
     held_out: tuple[tuple[str, str, str, str], ...]
     seed: int
 
-    def build_vocabs(self, min_freq: int = 1) -> tuple[Vocab, Vocab]:
-        """只用训练集建源语言（中文，``corpus_tokenizer``）和目标语言（英文，``tokenize_en``）词表。
-
-        参数:
-            min_freq: 传给 ``Vocab``（默认 1）。
-
-        返回:
-            ``(src_vocab, tgt_vocab)``。
+    def build_vocabs(self) -> tuple[Vocab, Vocab]:
+        """只用训练集建 ``(src_vocab, tgt_vocab)``：中文用 ``corpus_tokenizer``，英文用 ``tokenize_en`` 切分。
 
         例子::
 
@@ -400,8 +379,8 @@ class TranslationCorpus:
             >>> len(src_vocab), len(tgt_vocab)
             (61, 94)
         """
-        src_vocab = Vocab((corpus_tokenizer(p.zh) for p in self.train), min_freq=min_freq)
-        tgt_vocab = Vocab((tokenize_en(p.en) for p in self.train), min_freq=min_freq)
+        src_vocab = Vocab(corpus_tokenizer(p.zh) for p in self.train)
+        tgt_vocab = Vocab(tokenize_en(p.en) for p in self.train)
         return src_vocab, tgt_vocab
 
     def describe(self) -> str:
@@ -445,14 +424,8 @@ def generate_corpus(
     前 ``valid_fraction`` 作验证集，剩下的作训练集；测试集也用同一个随机数发生器打乱。
     不依赖全局随机状态，也不依赖 Python 的哈希种子。
 
-    参数:
-        seed: 随机种子（默认 0）。
-        valid_fraction: 非留出句子中用作验证集的比例，在 [0, 1) 内（默认 0.05）。
-        held_out: 留出的搭配 ``(槽位, 值, 槽位, 值)``（默认 ``HELD_OUT``）。
-            留出后，测试集的每个词仍须在训练集里出现过，否则报错。
-
-    返回:
-        ``TranslationCorpus``。
+    ``valid_fraction`` 在 [0, 1) 内；``held_out`` 是 ``(槽位, 值, 槽位, 值)`` 的搭配，留出后测试集的每个词
+    仍须在训练集里出现过，否则报错。
 
     例子::
 

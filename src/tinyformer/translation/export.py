@@ -53,22 +53,7 @@ PAGE_FORMAT = "tinyformer-page-transformer-1"
 
 
 class EncoderGraph(nn.Module):
-    """导出用的编码器：源句编号 → memory，填充掩码在图里由 ``pad_id`` 算出。
-
-    参数:
-        model: 训练好的 :class:`~tinyformer.Transformer`。
-
-    形状:
-        - src: (B, S)，int64
-        - 输出 memory: (B, S, C)
-
-    例子::
-
-        >>> import torch
-        >>> from tinyformer.translation.pretrained import load_translator
-        >>> EncoderGraph(load_translator().model)(torch.tensor([[4, 5, 6]])).shape
-        torch.Size([1, 3, 128])
-    """
+    """导出用的编码器：源句编号 src (B, S) → memory (B, S, C)，填充掩码在图里由 ``pad_id`` 算出。"""
 
     def __init__(self, model: Transformer):
         super().__init__()
@@ -80,28 +65,10 @@ class EncoderGraph(nn.Module):
 
 
 class DecoderStepGraph(nn.Module):
-    """导出用的解码一步：整段前缀 → 下一个词元的 logits 与最后一层的交叉注意力（各头平均）。
+    """导出用的解码一步：整段前缀 tgt (B, T)（第一列是 ``<bos>``）、memory (B, S, C)、src (B, S)（只用来算
+    填充掩码）→ 最后一个位置的 logits (B, V) 与最后一层的交叉注意力 (B, T, S)（各头平均，每行加起来是 1）。
 
-    与 :func:`~tinyformer.greedy_decode` 的 ``use_cache=False`` 相同：前缀用因果掩码，
-    memory 用源句的填充掩码。
-
-    参数:
-        model: 训练好的 :class:`~tinyformer.Transformer`。
-
-    形状:
-        - tgt: (B, T)，int64，第一列是 ``<bos>``
-        - memory: (B, S, C)；src: (B, S)，int64（只用来算填充掩码）
-        - 输出 logits: (B, V)，最后一个位置的；cross_attention: (B, T, S)，每行加起来是 1
-
-    例子::
-
-        >>> import torch
-        >>> from tinyformer.translation.pretrained import load_translator
-        >>> model = load_translator().model
-        >>> src, tgt = torch.tensor([[4, 5, 6]]), torch.tensor([[2]])  # 源句 3 个词元；<bos>
-        >>> logits, attention = DecoderStepGraph(model)(tgt, model.encode(src), src)
-        >>> logits.shape == (1, model.config.tgt_vocab_size), attention.shape
-        (True, torch.Size([1, 1, 3]))
+    与 :func:`~tinyformer.greedy_decode` 的 ``use_cache=False`` 相同：前缀用因果掩码，memory 用源句的填充掩码。
     """
 
     def __init__(self, model: Transformer):
@@ -158,32 +125,13 @@ def _export(
         )
 
 
-def example_inputs(translator: Translator, S: int, T: int) -> tuple[Tensor, Tensor]:
-    """导出用的示例输入：S 个 ``<unk>`` 的源句、``<bos>`` 加 T - 1 个 ``<unk>`` 的目标前缀。
-
-    只用每张词表都有的特殊词元（不假定词表里有“我”或“i”）；形状 (1, S)、(1, T)。
-    """
-    unk_src, unk_tgt = translator.src_vocab.unk_id, translator.tgt_vocab.unk_id
-    src = torch.full((1, S), unk_src)  # (1, S)
-    tgt = torch.tensor([[translator.tgt_vocab.bos_id] + [unk_tgt] * (T - 1)])  # (1, T)
-    return src, tgt
-
-
 @torch.no_grad()
 def export_translator(
     translator: Translator, directory: str | Path, opset_version: int = 17
 ) -> dict[str, Path]:
-    """把翻译器导出成 ``encoder.onnx``、``decoder.onnx`` 和 ``translator.json``，返回三者的路径。
+    """把翻译器导出成 ``encoder.onnx``、``decoder.onnx`` 和 ``translator.json``，返回 ``{文件名: 路径}``。
 
-    参数:
-        translator: :class:`~tinyformer.translation.translator.Translator`，例如
-            ``tinyformer.translation.pretrained.load_translator(600)``。
-        directory: 输出目录（不存在时创建）。
-        opset_version: ONNX 算子集版本（默认 17，onnxruntime-web 与 onnxruntime 都支持）。
-
-    返回:
-        ``{"encoder.onnx": 路径, "decoder.onnx": 路径, "translator.json": 路径}``。
-
+    ``directory`` 不存在时创建；``opset_version`` 默认 17（onnxruntime-web 与 onnxruntime 都支持）。
     三个文件各自原子地写：导出被打断时，已经存在的文件要么是旧的、要么是完整的新的，不会是半个。
     """
     check_instance("translator", translator, Translator)
@@ -192,8 +140,9 @@ def export_translator(
     directory.mkdir(parents=True, exist_ok=True)
     model = translator.model.eval()
 
-    # 示例输入只决定图的结构；B、S、T 标成可变长，浏览器里可以送任意长度的句子
-    src, tgt = example_inputs(translator, S=5, T=2)  # (1, S), (1, T)
+    # 示例输入只决定图的结构，只用每张词表都有的特殊词元；B、S、T 标成可变长，可以送任意长度的句子
+    src = torch.full((1, 5), translator.src_vocab.unk_id)  # (1, S)
+    tgt = torch.tensor([[translator.tgt_vocab.bos_id, translator.tgt_vocab.unk_id]])  # (1, T)
     memory = model.encode(src)  # (1, S, C)
     paths = {name: directory / name for name in FILES}
     _export(
