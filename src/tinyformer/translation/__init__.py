@@ -8,11 +8,11 @@
 ``corpus``          生成中英平行语料（一套小语法），它自己的 jieba 分词器，判断一句话在不在语法里
 ``training``        批量、带标签平滑的损失、学习率预热、训练循环、按验证集挑选权重
 ``translator``      翻译器：分词 → 模型 → 解码 → 英文句子；评估（BLEU、完全匹配）、看交叉注意力
-``checkpoint``      存取检查点：读取前逐项检查（大小、词表、完整性），原子写入
+``checkpoint``      存取检查点（safetensors + 配置与词表的 JSON），转换旧的 .pt，原子写入
 ``pretrained``      随包发布的训练好的权重（``weights/``）
 ``export``          导出成 ONNX（“完整模型”一章讲解）；网页用的半精度权重（网页翻译器与检查器）
 ``inspection``      每一步中间结果的参照（前向钩子），网页上的“用训练好的模型看看”与它核对
-``cli``             命令行：``python -m tinyformer.translation {train,translate}``
+``cli``             命令行：``python -m tinyformer.translation {train,translate,convert}``
 ==================  ==========================================================
 
 命令行也装成了两个命令（``pyproject.toml`` 的 ``[project.scripts]``）：``tinyformer-train`` 与

@@ -334,13 +334,7 @@ def is_held_out(pair: Pair, held_out: Sequence[tuple[str, str, str, str]] = HELD
 
 def _check_held_out(held_out: Sequence[tuple[str, str, str, str]]) -> None:
     """检查每个搭配的槽位名和取值都存在于语法中。"""
-    values = {
-        "subject": {_surface(k) for k in SUBJECTS},
-        "time": set(TIMES) - {""},
-        "mood": set(MOODS),
-        "action": {_surface(k) for k in ACTIONS},
-        "place": {_surface(k) for k in PLACES},
-    }
+    values = {slot: {getattr(p, slot) for p in _enumerate_pairs()} - {""} for slot in _SLOTS}
     for combination in held_out:
         if isinstance(combination, str) or len(combination) != 4:
             raise ValueError(

@@ -2,18 +2,13 @@ r"""把训练好的翻译器交给别的程序运行（“完整模型”一章�
 
 浏览器里没有 Python，也没有 PyTorch。ONNX 是一种与框架无关的计算图格式：``torch.onnx.export``
 把模型的前向计算记成一张图，任何 ONNX 运行时（Python 里的 ``onnxruntime``）都能执行它。
-:func:`export_translator` 导出两张图和一份 JSON：
-
-- ``encoder.onnx``：源句编号 src (B, S) → memory (B, S, C)。每句只算一次。
-- ``decoder.onnx``：(已生成的前缀 tgt (B, T), memory (B, S, C), src (B, S)) →
-  (下一个词元的 logits (B, V), 最后一个解码器层的交叉注意力 (B, T, S)，各头平均)。
-  贪心解码每一步调用一次，把 *整段前缀* 送入，不带键/值缓存：本书的句子很短（英文最多 12 个词），
-  每步重算整段前缀的代价很小，而一张输入输出固定的图比把每层的 K、V 缓存都当作输入和输出
-  （2 × 层数 × 2 个张量、长度逐步增长）简单得多，浏览器端的循环也只有几行。
-  最后一步的输入正是 ``<bos>`` + 除 ``<eos>`` 外的全部译文，所以最后一步输出的交叉注意力
-  就是整句的注意力图，与 :meth:`~tinyformer.translation.translator.Translator.cross_attention` 相同。
-- ``translator.json``：两张词表、特殊词元的编号、解码长度上限，以及把英文词元拼回句子的规则
-  （:func:`~tinyformer.text.detokenize_en` 用的大写词表和标点）。
+:func:`export_translator` 导出两张图和一份 JSON：``encoder.onnx``（:class:`EncoderGraph`，每句只算一次）、
+``decoder.onnx``（:class:`DecoderStepGraph`）和 ``translator.json``（词表、特殊词元、解码长度上限，以及
+:func:`~tinyformer.text.detokenize_en` 拼句用的大写词表和标点）。解码一步把 *整段前缀* 送入，不带键/值缓存：
+本书的句子很短（英文最多 12 个词），每步重算整段前缀的代价很小，而一张输入输出固定的图比把每层的 K、V
+缓存都当作输入和输出（2 × 层数 × 2 个张量、长度逐步增长）简单得多，调用它的循环也只有几行。最后一步的
+输入正是 ``<bos>`` + 除 ``<eos>`` 外的全部译文，所以它输出的交叉注意力就是整句的注意力图，与
+:meth:`~tinyformer.translation.translator.Translator.cross_attention` 相同。
 
 导出需要 ``onnx``（``torch.onnx.export`` 在内部导入它），在 Python 里核对需要 ``onnxruntime``（都在
 ``requirements.txt`` 里）；本模块不导入它们，``import tinyformer.translation.export`` 不需要它们。

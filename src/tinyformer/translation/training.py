@@ -122,13 +122,8 @@ def label_smoothed_cross_entropy(
     与 ``F.cross_entropy(logits, target, label_smoothing=ε, ignore_index=pad)`` 相同
     （“完整模型”一章和测试都核对）。论文 §5.4 用 ε = 0.1。
 
-    参数:
-        logits: (N, V) 或 (B, T, V)。
-        target: (N,) 或 (B, T)，整数编号。
-        smoothing: ε，在 [0, 1) 内（默认 0.1）。
-        ignore_index: 不计入损失的编号（默认 0，即 ``<pad>``）。它可以在 [0, V) 之外，
-            例如 torch 的惯例 -100；其余位置的编号必须在 [0, V) 内。全部位置都被忽略时
-            返回 0（``F.cross_entropy`` 返回 nan）。
+    ``logits`` (..., V)，``target`` (...)。``ignore_index``（默认 0，即 ``<pad>``）可以在 [0, V) 之外，
+    例如 torch 的惯例 -100；全部位置都被忽略时返回 0（``F.cross_entropy`` 返回 nan）。
 
     例子::
 

@@ -95,16 +95,9 @@ class Translation:
 class Translator:
     """中译英翻译器 = :class:`~tinyformer.Transformer` + 源词表 + 目标词表。
 
-    参数:
-        model: 训练好的模型（本类会把它切到 ``eval()`` 模式后再解码）。
-        src_vocab: 中文词表（``tokenizer`` 切出的词元）。
-        tgt_vocab: 英文词表（``tokenize_en`` 的词元）。
-        tokenizer: 中文分词器（默认“完整模型”一章语料的 ``tinyformer.translation.corpus.corpus_tokenizer``：
-            词表是用它建的，翻译时必须用同一个）。
-        proper_nouns: 译文里要大写的专名（默认 ``tinyformer.translation.corpus.PROPER_NOUNS``）。
-        metrics: 训练指标（:func:`~tinyformer.translation.checkpoint.load_checkpoint` 填入检查点里存的）。
-        in_domain: 判断一句话（切好的词序列）是否在训练数据的句型里，给
-            :meth:`translate_checked` 用（默认“完整模型”一章语料的 ``tinyformer.translation.corpus.in_grammar``）。
+    ``tokenizer`` 必须是建 ``src_vocab`` 用的那个分词器（默认语料的 ``corpus_tokenizer``）；``proper_nouns``
+    是译文里要大写的专名；``metrics`` 是检查点里存的训练指标；``in_domain(词序列)`` 判断一句话在不在训练数据的
+    句型里（默认语料的 ``in_grammar``）。解码前模型切到 ``eval()`` 模式。
 
     :meth:`translate` 只返回译文；:meth:`translate_checked` 还说明句型在不在训练语料里——
     语料之外的句子模型照样译得很流利，但译文不可信（“完整模型”一章的“分布偏移”）。
