@@ -29,7 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIGHTHOUSE = ROOT / "tests" / "browser_tools" / "node_modules" / ".bin" / "lighthouse"
-COMPRESSIBLE = (".html", ".js", ".mjs", ".css", ".json", ".svg", ".txt", ".woff", ".onnx", ".wasm")
+# 托管压缩的类型：README 建议的 nginx gzip_types（字体、权重等二进制文件原样发出）
+COMPRESSIBLE = (".html", ".js", ".mjs", ".css", ".json", ".svg", ".txt")
 
 
 class GzipHandler(http.server.SimpleHTTPRequestHandler):

@@ -2,7 +2,7 @@
 
 在无头 Chromium 里（空缓存）打开页面，触发（翻译器滚进视野、打开检查器、按下“写诗”），等它算完；把页面
 加载过的每个文件加起来：原样的字节数，以及开着 gzip 的静态托管发出的字节数（文本类文件按 gzip -6 压缩，
-权重等二进制文件原样）。比较两次构建时各量一次，例如
+权重等二进制文件原样：lighthouse_mobile 的 COMPRESSIBLE）。比较两次构建时各量一次，例如
 
     python -m benchmarks.page_model_bytes _build/html
     python -m benchmarks.page_model_bytes /tmp/old_build/html
@@ -18,18 +18,9 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from benchmarks.lighthouse_mobile import serve
+from benchmarks.lighthouse_mobile import COMPRESSIBLE, serve
 from tests.kit import playwright_chromium
 
-TEXT = (
-    ".html",
-    ".js",
-    ".mjs",
-    ".css",
-    ".json",
-    ".svg",
-    ".txt",
-)  # 托管压缩的类型（nginx 的 gzip_types）
 # (名字, 页面, 组件, 怎样触发)
 WIDGETS = [
     ("翻译器", "chapters/ch08_translation.html", ".live-translator", "scroll"),
@@ -46,7 +37,9 @@ def sent(site: Path, paths: set[str]) -> tuple[int, int]:
         if file.is_file():
             data = file.read_bytes()
             raw += len(data)
-            compressed += len(gzip.compress(data, 6, mtime=0)) if file.suffix in TEXT else len(data)
+            compressed += (
+                len(gzip.compress(data, 6, mtime=0)) if file.suffix in COMPRESSIBLE else len(data)
+            )
     return raw, compressed
 
 
