@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from functools import partial
 
 import torch
 import torch.nn.functional as F
-from _bench import interleave, options, paired
+from _bench import interleave, options, paired, seconds
 from torch import nn
 
 from tinyformer import GPT, GPTConfig, copy_from_torch
@@ -124,15 +125,14 @@ def main() -> None:
     generation = {}
     for rows in sorted({1, B_}):
         prompt = ids[:rows, :1]  # (rows, 1)
-        gen, outputs = {"cached": [], "full": []}, {}
-        for _ in range(max(3, args.repeats // 4)):
-            start = time.perf_counter()
-            outputs["cached"] = ours.generate(prompt, new_tokens, greedy=True)
-            gen["cached"].append(time.perf_counter() - start)
-            start = time.perf_counter()
-            outputs["full"] = generate_without_cache(ours, prompt, new_tokens)
-            gen["full"].append(time.perf_counter() - start)
-        speedup = statistics.median(f / c for c, f in zip(gen["cached"], gen["full"], strict=True))
+        runs = {
+            "cached": partial(ours.generate, prompt, new_tokens, greedy=True),
+            "full": partial(generate_without_cache, ours, prompt, new_tokens),
+        }
+        outputs = {name: run() for name, run in runs.items()}  # 也是预热
+        cases = {name: partial(seconds, run) for name, run in runs.items()}
+        gen = interleave(cases, max(3, args.repeats // 4), warmup=0)
+        speedup = paired(gen, "full", "cached")
         identical = bool(torch.equal(outputs["cached"], outputs["full"]))
         cached_s, full_s = (statistics.median(gen[k]) for k in ("cached", "full"))
         print(

@@ -26,6 +26,7 @@ import itertools
 import json
 import statistics
 import warnings
+from functools import partial
 
 import torch
 from _bench import interleave, options, paired, seconds
@@ -226,16 +227,14 @@ def main() -> None:
         [s for s, _ in encode_pairs(test[:decode_sentences], src_vocab, tgt_vocab)], 0
     )
     for tokens in decode_tokens:
-        outputs = {}
-
-        def run(use_cache, tokens=tokens, outputs=outputs):
-            outputs[use_cache] = greedy_decode(
-                model, src, bos, eos, tokens, use_cache, stop_at_eos=False
+        runs = {
+            use_cache: partial(
+                greedy_decode, model, src, bos, eos, tokens, use_cache, stop_at_eos=False
             )
-
-        times = interleave(
-            {k: (lambda k=k: seconds(lambda: run(k))) for k in (True, False)}, args.repeats, 1
-        )
+            for use_cache in (True, False)
+        }
+        outputs = {use_cache: run() for use_cache, run in runs.items()}  # 也是预热
+        times = interleave({k: partial(seconds, run) for k, run in runs.items()}, args.repeats, 0)
         cached, full = (statistics.median(times[k]) for k in (True, False))
         same = bool(torch.equal(outputs[True], outputs[False]))
         results[f"decode_{tokens}_cached_seconds"] = round(cached, 4)
