@@ -79,7 +79,7 @@ def prune_unrequested(static: Path) -> int:
 # 网站里不算作“网页”的下载：全书 PDF
 DOWNLOADS = {"tinyformer.pdf"}
 # 第 8 章网页翻译器的模型与脚本（只有那一页、滚进视野才加载；另有上限，见 tests/book/test_live_translator.py，
-# 各章的检查器读同一份模型，读者打开时才加载），以及第 9 章写诗器（_ext/poem_writer.py）的模型与
+# 各章的检查器读同一份模型，读者打开时才加载），以及第 9 章写诗器（_ext/live_translator.py）的模型与
 # 脚本（读者按下“写诗”才加载模型）
 TRANSLATOR_DIRS = ("translator_model", "live_translator", "poem_model", "poem_writer")
 REPORT_PAGE = "chapters/appendix_stats.html"

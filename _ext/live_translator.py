@@ -1,4 +1,4 @@
-"""第 8 章网页上的翻译器（Sphinx 扩展，_config.yml 里以 local_extensions 加载）。
+"""第 8 章网页上的翻译器与第 9 章的写诗器（Sphinx 扩展，_config.yml 里以 local_extensions 加载）。
 
 构建开始时（builder-inited）把随包发布的检查点 ``tinyformer.translation.pretrained.checkpoint_path(600)``
 写成网页用的半精度权重（``tinyformer.translation.export.export_for_page``）到
@@ -12,6 +12,12 @@ grammar.json）和 ``_static/live_translator/``（live_translator.js，前向 tr
 不到 1 秒；检查点、包的源代码和 torch 版本都没变时跳过。
 
 只有第 8 章的页面用 ``{raw} html`` 引用这些文件，别的页面不加载它们（不像根目录 _static/ 里的脚本）。
+
+写诗器同理：随包发布的写诗模型（``tinyformer.poetry.pretrained.load_model()``）由
+``tinyformer.poetry.export.export_poet`` 写到 ``_build/poem_writer/poem_model/``，连同 ``_static_ch09/`` 的
+``poem_writer/poem_writer.js`` 加进网站。它的前向（``transformer.js`` 的 ``gptLogits``）与解码/采样脚本
+（``live_translator.js``）是网页翻译器的那一份，不另放一份；只有第 9 章那一格的 ``{raw} html`` 引用这些文件，
+读者按下“写诗”之前浏览器不请求它们。
 """
 
 import hashlib
@@ -21,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "_static_ch08"  # live_translator/live_translator.js → _static/live_translator/
+POEM_SCRIPTS = ROOT / "_static_ch09"  # poem_writer/poem_writer.js → _static/poem_writer/
 STEP = 600  # 第 8 章的分析用的检查点
 
 
@@ -29,7 +36,7 @@ def export_when_stale(out: Path, export, weights: Path | None = None) -> None:
 
     导出的图由整个包的代码决定（注意力、各层、模型），不只是导出它的那个模块，所以散列包括
     ``src/tinyformer/`` 的全部源文件。散列记在 ``out/.stamp``（以点开头：Sphinx 不会把它复制进网站）。
-    网页翻译器与第 9 章的写诗器（``_ext/poem_writer.py``）都用它。
+    网页翻译器与第 9 章的写诗器都用它。
     """
     import torch
 
@@ -65,6 +72,20 @@ def export_model(app) -> None:
     app.config.html_static_path.extend([str(out), str(SCRIPTS)])
 
 
+def export_poem_model(app) -> None:
+    import tinyformer.poetry.export
+    from tinyformer.poetry.pretrained import load_model, weights_path
+
+    out = Path(app.outdir).parent / "poem_writer"  # _build/poem_writer
+
+    def export() -> None:
+        model, vocab = load_model()
+        tinyformer.poetry.export.export_poet(model, vocab, out / "poem_model")
+
+    export_when_stale(out, export, weights=weights_path())
+    app.config.html_static_path.extend([str(out), str(POEM_SCRIPTS)])
+
+
 GRAMMAR_OFFSET = 0x41  # 词元编号 i 写成字符 chr(0x41 + i)：一句话是一个短字符串
 
 
@@ -86,4 +107,5 @@ def write_grammar(translator, path: Path) -> None:
 
 def setup(app):
     app.connect("builder-inited", export_model)
+    app.connect("builder-inited", export_poem_model)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
