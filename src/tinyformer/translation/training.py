@@ -122,8 +122,9 @@ def label_smoothed_cross_entropy(
     与 ``F.cross_entropy(logits, target, label_smoothing=ε, ignore_index=pad)`` 相同
     （“完整模型”一章和测试都核对）。论文 §5.4 用 ε = 0.1。
 
-    ``logits`` (..., V)，``target`` (...)。``ignore_index``（默认 0，即 ``<pad>``）可以在 [0, V) 之外，
-    例如 torch 的惯例 -100；全部位置都被忽略时返回 0（``F.cross_entropy`` 返回 nan）。
+    logits (..., V)，target (...)，smoothing 即 ε，在 [0, 1) 内。``ignore_index``（默认 0，
+    即 ``<pad>``）的位置不计入损失，它可以在 [0, V) 之外（如 torch 的惯例 -100）；
+    全部位置都被忽略时返回 0（``F.cross_entropy`` 返回 nan）。
 
     例子::
 
