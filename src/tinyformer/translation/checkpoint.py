@@ -73,12 +73,8 @@ def save_checkpoint(translator: Translator, path: str | os.PathLike, **metrics) 
 
 
 def load_checkpoint(path: str | os.PathLike) -> Translator:
-    """读取 :func:`save_checkpoint` 存的检查点，返回 eval 模式的翻译器。
-
-    出错时抛出 :class:`~tinyformer.weights.WeightsError`，``reason`` 是 ``"missing"``、``"permission"``、
-    ``"not_a_file"``、``"pickle"``（旧的 ``.pt`` 文件：消息里有转换命令）、``"damaged"``、
-    ``"metadata"`` 或 ``"mismatch"``。
-    """
+    """读取 :func:`save_checkpoint` 存的检查点，返回 eval 模式的翻译器；旧的 ``.pt`` 文件的
+    :class:`~tinyformer.weights.WeightsError` 里写着转换命令。"""
     try:
         metadata = read_metadata(path)
     except WeightsError as error:

@@ -133,10 +133,8 @@ ACTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 MOODS = ("affirmative", "negative", "question")
 
-# 否定词“不”“没”必须单独成词，因为它们随时态译成 don't/doesn't/won't/didn't。jieba 却会把
-# 它们和后面的单字动词粘在一起：“不吃”是词典里的词，“不去”“没买”是 HMM 新词发现的结果。
-# ``ZhTokenizer(splits=...)`` 用 jieba 文档里“强制切开”的办法（``suggest_freq``）把每个
-# 否定词 × 单字动词切开，但只改语料自己的分词器 ``corpus_tokenizer``，不改 jieba 的全局词典。
+# 否定词 × 单字动词（“不吃”是 jieba 词典里的词，“不去”“没买”是 HMM 新词发现的结果；见模块说明）：
+# ``ZhTokenizer(splits=...)`` 用 jieba 文档里“强制切开”的办法（``suggest_freq``）切开它们
 JIEBA_SPLITS: tuple[tuple[str, str], ...] = tuple(
     (negation, verb)
     for negation in ("不", "没")
