@@ -60,6 +60,7 @@ from _ext.chapter_numbers import number_text
 from _ext.cjk_typography import CJK
 from tinyformer.atomic import atomic_write
 from tools.colab_setup import repository
+from tools.execute_notebooks import WIDGET_VIEW, toc_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"
@@ -98,20 +99,9 @@ def site_url() -> str:
     return f"https://{owner.lower()}.github.io/{name}/"
 
 
-def toc_docnames() -> list[str]:
-    """``_toc.yml`` 里的全部文档，按目录的顺序（``chapters/ch00_preface`` ……）。"""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    names = [toc["root"]]
-    for part in toc.get("parts", []):
-        names += [entry["file"] for entry in part["chapters"]]
-    return names
-
-
 def edition_notebooks() -> list[str]:
     """笔记本版包含的文件名：目录里的每个 .ipynb（.md 的附录链到网站）。"""
-    return [
-        Path(name).name + ".ipynb" for name in toc_docnames() if (ROOT / (name + ".ipynb")).exists()
-    ]
+    return [path.name for path in toc_notebooks()]
 
 
 def myst_parser() -> MarkdownIt:
@@ -220,7 +210,6 @@ def pybtex_entries(path: Path):
     return parse_file(str(path)).entries
 
 
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
