@@ -30,27 +30,17 @@ TINY = (2, 8, 16, 4)
 
 
 def _cases(ours, theirs, mask):
-    """情形名 -> 函数（返回 (输出, 平均后的权重或 None)）。两边收同一个掩码（True = 遮住）。"""
-    torch_mask = mask  # 与 torch.nn.MultiheadAttention 同名同义
+    """情形名 -> 函数（返回 (输出, 平均后的权重或 None)）。两边收同一个掩码（True = 遮住，与 torch 同义）。"""
 
     def ours_weights(x):
         out, weights = ours(x, x, x, attn_mask=mask, need_weights=True)
         return out, weights.mean(dim=1)  # (B, H, T, S) -> (B, T, S)，与 torch 的默认相同
 
-    def torch_weights(x):
-        return theirs(x, x, x, attn_mask=torch_mask, need_weights=True)
-
-    def ours_fused(x):
-        return ours(x, x, x, attn_mask=mask, need_weights=False)
-
-    def torch_fused(x):
-        return theirs(x, x, x, attn_mask=torch_mask, need_weights=False)
-
     return {
         "ours  need_weights=True ": ours_weights,
-        "torch need_weights=True ": torch_weights,
-        "ours  need_weights=False": ours_fused,
-        "torch need_weights=False": torch_fused,
+        "torch need_weights=True ": lambda x: theirs(x, x, x, attn_mask=mask, need_weights=True),
+        "ours  need_weights=False": lambda x: ours(x, x, x, attn_mask=mask, need_weights=False),
+        "torch need_weights=False": lambda x: theirs(x, x, x, attn_mask=mask, need_weights=False),
     }
 
 
