@@ -1,6 +1,6 @@
 """cli.py：argparse 的公开接口、我们自己的一张中文消息表、每种错误一个退出码（issue 26、33）。
 
-坏参数逐条的消息见 test_bad_inputs.py（TRAIN_CLI、TRANSLATE_CLI）。
+坏参数逐条的消息钉在 tools/fuzz_edges.py 的表里（TRAIN_CLI、TRANSLATE_CLI），由 test_bad_inputs.py 检查。
 """
 
 import re
