@@ -149,12 +149,24 @@ def constructors():
         "DecoderLayer": (tf.DecoderLayer, dict(small)),
         "Dropout": (tf.Dropout, dict(p=0.5)),
     }
+    # the door's one message per argument, pinned for every class that takes it (2**62 and the
+    # base/padding_idx values end in size or range messages of their own: classified, not pinned)
+    rules = {"p": r"in \[0, 1\)", "dropout": r"in \[0, 1\)", "eps": "a finite positive number",
+             "activation": "one of 'relu', 'gelu', 'gelu_tanh'", "bias": "a bool", "norm_first": "a bool"}  # fmt: skip
+
+    def swept(cls_name, cls, kwargs, arg, rule):
+        value = kwargs[arg]
+        message = rf"^{arg} must be {rule}, got {arg}={re.escape(repr(value))}$" if rule else None
+        error = (TypeError if rule == "a bool" else ValueError) if rule else None
+        case(
+            f"{cls_name}({arg}={value!r})", lambda t, c=cls, k=kwargs: c(**k), None, error, message
+        )
+
     for cls_name, (cls, good) in builders.items():
         for arg in good:
-            values = BAD_FLOATS if arg in ("p",) else BAD_INTS
-            for value in values:
-                kwargs = {**good, arg: value}
-                case(f"{cls_name}({arg}={value!r})", lambda t, c=cls, k=kwargs: c(**k))
+            for value in BAD_FLOATS if arg == "p" else BAD_INTS:
+                rule = None if value == 2**62 else rules.get(arg, "a positive integer")
+                swept(cls_name, cls, {**good, arg: value}, arg, rule)
     for arg, value in [("dropout", 1.0), ("dropout", -0.5), ("dropout", float("nan")),
                        ("activation", "tanh"), ("activation", None), ("eps", 0.0), ("eps", -1e-5),
                        ("eps", float("nan")), ("base", 1e-310), ("base", 1.0), ("base", -2.0),
@@ -162,8 +174,7 @@ def constructors():
                        ("bias", "yes"), ("norm_first", 1)]:  # fmt: skip
         for cls_name, (cls, good) in builders.items():
             if arg in inspect.signature(cls).parameters:
-                kwargs = {**good, arg: value}
-                case(f"{cls_name}({arg}={value!r})", lambda t, c=cls, k=kwargs: c(**k))
+                swept(cls_name, cls, {**good, arg: value}, arg, rules.get(arg))
     config = dict(src_vocab_size=12, tgt_vocab_size=12, d_model=8, num_heads=2,
                   num_encoder_layers=1, num_decoder_layers=1, d_ff=16, max_len=16)  # fmt: skip
     for arg, value in [("d_model", 2**20), ("max_len", 10**9), ("src_vocab_size", 10**9),
@@ -392,9 +403,7 @@ def text():
     case = cases_of("text")
     vocab = tf.Vocab([["我", "爱", "北京"]])
     for name, thunk, check in [
-        ("Vocab(None)", lambda t: tf.Vocab(None), None),
         ("Vocab('abc')", lambda t: tf.Vocab("abc"), None),
-        ("Vocab([[1, 2]])", lambda t: tf.Vocab([[1, 2]]), None),
         (
             "Vocab([['<pad>']])",
             lambda t: tf.Vocab([["<pad>"]]),
@@ -426,9 +435,7 @@ def text():
                   "ABC def", "——……", "我明天去北京。" * 50, ["我"], "\ud800"]:  # fmt: skip
         case(f"tokenize_zh({value!r:.30})", lambda t, v=value: tf.tokenize_zh(v), is_list)
         case(f"tokenize_en({value!r:.30})", lambda t, v=value: tf.tokenize_en(v), is_list)
-    for name, kwargs in [("cut_all='yes'", dict(cut_all="yes")),
-                         ("cut_all and search", dict(cut_all=True, search=True))]:  # fmt: skip
-        case(f"tokenize_zh {name}", lambda t, k=kwargs: tf.tokenize_zh("我", **k), is_list)
+    case("tokenize_zh cut_all='yes'", lambda t: tf.tokenize_zh("我", cut_all="yes"), is_list)
 
 
 # ---------------------------------------------------------------- decoding
@@ -563,16 +570,6 @@ MESSAGES = [
     # MultiHeadAttention 构造
     ("mha-divisible", lambda t: MultiHeadAttention(10, 3), ValueError,
      r"d_model must be divisible by num_heads, got d_model=10, num_heads=3"),
-    ("mha-d_model", lambda t: MultiHeadAttention(0, 4), ValueError,
-     r"d_model must be a positive integer, got d_model=0"),
-    ("mha-num_heads", lambda t: MultiHeadAttention(16, -1), ValueError,
-     r"num_heads must be a positive integer, got num_heads=-1"),
-    ("mha-dropout-1", lambda t: MultiHeadAttention(16, 4, dropout=1.0), ValueError,
-     r"dropout must be in \[0, 1\), got dropout=1.0"),
-    ("mha-dropout-neg", lambda t: MultiHeadAttention(16, 4, dropout=-0.1), ValueError,
-     r"dropout must be in \[0, 1\), got dropout=-0.1"),
-    ("mha-bias", lambda t: MultiHeadAttention(16, 4, bias="yes"), TypeError,
-     r"bias must be a bool, got bias='yes'"),
     # MultiHeadAttention forward
     ("mha-last-dim", lambda t: _mha(_x(B, T, 8), kv7, kv7), ValueError,
      r"last dimension of query must equal d_model=16, got shape \(2, 5, 8\)"),
@@ -627,8 +624,6 @@ MESSAGES = [
     ("sdpa-batch", lambda t: attention_with_weights(_x(2, T, C), _x(3, S, C), _x(3, S, C)),
      ValueError, r"the leading \(batch\) dimensions of query and key must broadcast"),
     # TokenEmbedding
-    ("emb-vocab", lambda t: TokenEmbedding(0, 16), ValueError,
-     r"vocab_size must be a positive integer, got vocab_size=0"),
     ("emb-padding_idx", lambda t: TokenEmbedding(10, 16, padding_idx=10), ValueError,
      r"padding_idx must be in \[0, vocab_size\) = \[0, 10\), got padding_idx=10"),
     ("emb-id-too-big", lambda t: TokenEmbedding(10, 16)(torch.tensor([[1, 12]])), ValueError,
@@ -642,8 +637,6 @@ MESSAGES = [
     ("emb-scale", lambda t: TokenEmbedding(10, 16, scale=1), TypeError,
      r"scale must be a bool, got scale=1"),
     # 位置编码
-    ("pe-max_len", lambda t: sinusoidal_encoding(0, 16), ValueError,
-     r"max_len must be a positive integer, got max_len=0"),
     ("pe-too-long", lambda t: PositionalEncoding(16, max_len=10)(_x(B, 11, 16)), ValueError,
      r"T \+ start = 11 \+ 0 = 11 must be <= max_len=10"),
     ("pe-start-too-far", lambda t: PositionalEncoding(16, max_len=10)(_x(B, 3, 16), start=8),
@@ -660,16 +653,9 @@ MESSAGES = [
     ("padding-1d", lambda t: padding_mask(torch.tensor([1, 2, 0]), 0), ValueError,
      r"ids must have shape \(B, S\), got shape \(3,\)"),
     # LayerNorm 与 FFN
-    ("ln-eps", lambda t: LayerNorm(16, eps=0), ValueError, r"eps must be a finite positive number, got eps=0"),
     ("ln-last-dim", lambda t: LayerNorm(16)(_x(B, T, 8)), ValueError,
      r"last dimension of x must equal d_model=16, got shape \(2, 5, 8\)"),
-    ("ffn-activation", lambda t: PositionWiseFFN(16, 64, activation="swish"), ValueError,
-     r"activation must be one of 'relu', 'gelu', 'gelu_tanh', got activation='swish'"),
-    ("ffn-d_ff", lambda t: PositionWiseFFN(16, 0), ValueError,
-     r"d_ff must be a positive integer, got d_ff=0"),
     # 编码器层、解码器层
-    ("enc-norm_first", lambda t: EncoderLayer(16, 4, 64, norm_first="yes"), TypeError,
-     r"norm_first must be a bool, got norm_first='yes'"),
     ("enc-divisible", lambda t: EncoderLayer(16, 3, 64), ValueError,
      r"d_model must be divisible by num_heads, got d_model=16, num_heads=3"),
     ("dec-memory-dim", lambda t: DecoderLayer(16, 4, 64)(q5, _x(B, S, 8)), ValueError,
@@ -729,8 +715,6 @@ MESSAGES = [
     # nan / inf：在没有意义的地方一律拒绝
     ("layernorm-eps-inf", lambda t: LayerNorm(C, eps=math.inf), ValueError,
      r"^eps must be a finite positive number, got eps=inf$"),
-    ("layernorm-eps-nan", lambda t: LayerNorm(C, eps=math.nan), ValueError,
-     r"^eps must be a finite positive number, got eps=nan$"),
     ("layernorm-eps-str", lambda t: LayerNorm(C, eps="1e-5"), ValueError,
      r"^eps must be a finite positive number, got eps='1e-5'$"),
     ("pe-base-inf", lambda t: sinusoidal_encoding(10, C, base=math.inf), ValueError,
@@ -786,10 +770,6 @@ MESSAGES = [
      r"^base must be a finite positive number, got base=-inf$"),
     ("shift-base-inf", lambda t: shift_matrix(1, C, base=math.inf), ValueError,
      r"^base must be a finite positive number, got base=inf$"),
-    ("pe-max_len-float", lambda t: sinusoidal_encoding(10.0, C), ValueError,
-     r"^max_len must be a positive integer, got max_len=10.0$"),
-    ("pe-max_len-bool", lambda t: sinusoidal_encoding(True, C), ValueError,
-     r"^max_len must be a positive integer, got max_len=True$"),
     ("gpt-temperature-inf", lambda t: _gpt().generate(SRC, 2, temperature=math.inf),
      ValueError, r"^temperature must be a finite positive number, got temperature=inf$"),
     ("gpt-temperature-nan", lambda t: _gpt().generate(SRC, 2, temperature=math.nan),
