@@ -22,10 +22,8 @@ sets a 6 GiB address-space limit on itself and takes a few minutes on two cores.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
-import io
 import json
 import math
 import os
@@ -47,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.kit, also 
 import tinyformer as tf  # noqa: E402
 from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB  # noqa: E402
 from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB  # noqa: E402
-from tests.kit import Payload, tiny_gpt, tiny_transformer_config, tiny_translator  # noqa: E402
+from tests.kit import Payload, run_cli, tiny_gpt, tiny_transformer_config, tiny_translator  # noqa: E402
 from tests.kit import tiny_transformer as tiny_model  # noqa: E402
 from tinyformer import (  # noqa: E402
     GPT,
@@ -1391,16 +1389,9 @@ def fill(argv, t: Path):
 
 
 def in_process(command, argv, t):
-    """Run one subcommand as ``python -m`` would (through ``cli.run``): (exit code, stdout, stderr)."""
     if argv[:1] == ["convert"]:
         command, argv = "convert", argv[1:]
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.run(lambda: cli.COMMANDS[command](fill(argv, t)))
-        except SystemExit as exit_info:
-            code = exit_info.code
-    return code, out.getvalue(), err.getvalue()
+    return run_cli(cli.COMMANDS[command], fill(argv, t))
 
 
 def subprocess_cli(argv, closed_stdout, t):

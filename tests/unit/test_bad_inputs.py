@@ -66,9 +66,9 @@ def test_a_254_character_file_name_saves_and_loads(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # 没有留下临时文件
 
 
-def test_translate_without_model_uses_the_shipped_weights_and_says_so(capsys):
+def test_translate_without_model_uses_the_shipped_weights_and_says_so():
     # issue 26：读者的第一次尝试应当能翻译（旧代码：--model 是必需的参数）
-    status, out, err = run_cli(cli.translate_main, ["我明天去北京。"], capsys)
+    status, out, err = run_cli(cli.translate_main, ["我明天去北京。"])
     assert (status, out) == (0, "I will go to Beijing tomorrow.\n")
     assert re.fullmatch(
         r"提示：没有给 --model，使用随包发布的权重（训练 \d+ 步）\n",
@@ -76,10 +76,10 @@ def test_translate_without_model_uses_the_shipped_weights_and_says_so(capsys):
     )
 
 
-def test_translate_says_when_a_sentence_is_outside_the_grammar(capsys):
+def test_translate_says_when_a_sentence_is_outside_the_grammar():
     # issue 26：否定疑问句，语料从不生成；每个词都在词表里，模型给出一句流利但错误的译文
     sentence = "他昨天没在商店买衣服吗？"
-    status, out, err = run_cli(cli.translate_main, [sentence, "我明天去北京。"], capsys)
+    status, out, err = run_cli(cli.translate_main, [sentence, "我明天去北京。"])
     assert status == 0 and len(out.splitlines()) == 2  # 照样给出模型的译文
     assert err.splitlines()[1:] == [f"提示：'{sentence}'：这句话的句型不在训练语料里，译文不可信"]
 
