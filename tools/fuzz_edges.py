@@ -57,6 +57,7 @@ from tinyformer import (  # noqa: E402
     MultiHeadAttention,
     PositionalEncoding,
     PositionWiseFFN,
+    RotaryEmbedding,
     TokenEmbedding,
     Transformer,
     TransformerConfig,
@@ -66,10 +67,20 @@ from tinyformer import (  # noqa: E402
     causal_mask,
     greedy_decode,
     padding_mask,
+    seq2seq,  # noqa: E402
     shift_matrix,
     sinusoidal_encoding,
 )
+from tinyformer.bpe import ByteBPE  # noqa: E402
 from tinyformer.layers import recording_weights  # noqa: E402
+from tinyformer.seq2seq import (  # noqa: E402
+    AdditiveAttention,
+    GRUEncoder,
+    Seq2Seq,
+    copy_accuracy,
+    make_copy_batch,
+    train_copy_model,
+)
 from tinyformer.text import Vocab, ZhTokenizer, detokenize_en, pad_sequences, tokenize_zh  # noqa: E402
 from tinyformer.translation import cli  # noqa: E402
 from tinyformer.translation.checkpoint import (  # noqa: E402
@@ -1014,6 +1025,58 @@ MESSAGES = [
      r"^ids must be integers, got 1.5$"),
     ("vocab-decode-2d", lambda t: SRC_VOCAB.decode(torch.ones(2, 2, dtype=torch.long)), ValueError,
      r"^ids must be one sequence \(1-D\), got a tensor of shape \(2, 2\)$"),
+    # 第 1 章的 RNN 编码器–解码器（tinyformer.seq2seq）
+    ("seq2seq-lengths-empty", lambda t: make_copy_batch([], torch.Generator()), ValueError,
+     r"lengths must be a non-empty list"),
+    ("seq2seq-length-zero", lambda t: make_copy_batch([3, 0], torch.Generator()), ValueError,
+     r"each length in lengths must be a positive"),
+    ("seq2seq-hidden_size", lambda t: Seq2Seq(hidden_size=0), ValueError,
+     r"hidden_size must be a positive integer, got hidden_size=0"),
+    ("seq2seq-attention-str", lambda t: Seq2Seq(attention="yes"), TypeError,
+     r"attention must be a bool, got attention='yes'"),
+    ("additive-attention-mask", lambda t: AdditiveAttention(2, 3, 4)(torch.randn(1, 2), torch.randn(1, 5, 3),
+     torch.ones(1, 4, dtype=torch.bool)), ValueError, r"mask must be a bool tensor of shape \(B, S\) = \(1, 5\)"),
+    ("gru-encoder-1d", lambda t: GRUEncoder(seq2seq.VOCAB_SIZE, 4, 4)(torch.tensor([3, 4])), ValueError,
+     r"src must have shape \(B, S\)"),
+    ("copy-train-max_len", lambda t: train_copy_model(Seq2Seq(), steps=1, min_len=5, max_len=3), ValueError,
+     r"max_len must be >= 5, got max_len=3"),
+    ("copy-accuracy-length", lambda t: copy_accuracy(Seq2Seq(), length=0), ValueError,
+     r"length must be a positive integer, got length=0"),
+    # 字节级 BPE（tinyformer.bpe）
+    ("bpe-vocab_size", lambda t: ByteBPE.train(["春眠不觉晓"], 100), ValueError,
+     r"vocab_size must be an int >= 256.*got 100"),
+    ("bpe-texts-str", lambda t: ByteBPE.train("春眠不觉晓", 300), TypeError, r"texts must be a list of strings"),
+    ("bpe-encode-bytes", lambda t: ByteBPE([(230, 152)]).encode(b"abc"), TypeError,
+     r"text must be a str, got bytes"),
+    ("bpe-decode-id", lambda t: ByteBPE([(230, 152)]).decode([257]), ValueError,
+     r"token id must be in \[0, 257\), got 257"),
+    ("bpe-decode-half-character", lambda t: ByteBPE([(230, 152)]).decode([256]), ValueError,
+     r"do not form valid UTF-8.*cut in the middle of a character"),  # 春 的前两个字节
+    ("bpe-merge-unknown-token", lambda t: ByteBPE([(256, 1)]), ValueError,
+     r"merge 0 must join two existing tokens.*\(256, 1\)"),
+    ("bpe-merge-repeated", lambda t: ByteBPE([(1, 2), (1, 2)]), ValueError, r"merge 1 repeats merge 256"),
+    ("bpe-gpt2-merge-unknown", lambda t: ByteBPE.from_gpt2_merges([("æĺ", "¥")]), ValueError,
+     r"merge 0 .* uses a token that no earlier merge made"),
+    # GPT 的现代选项与 RoPE
+    *[(f"gpt-option-{'-'.join(map(str, changes.values()))}", lambda t, c=changes: GPTConfig(
+      **{"vocab_size": 30, "d_model": C, "num_heads": H, **c}), error, message) for changes, error, message in [
+        ({"norm": "batchnorm"}, ValueError, "norm must be one of 'layernorm', 'rmsnorm'"),
+        ({"position": "sinusoidal"}, ValueError, "position must be one of 'learned', 'rope'"),
+        ({"rope_layout": "neox"}, ValueError, "rope_layout must be one of 'half', 'interleaved'"),
+        ({"ffn": "geglu"}, ValueError, "ffn must be one of 'mlp', 'swiglu'"),
+        ({"num_kv_heads": 3}, ValueError, "num_heads must be divisible by num_kv_heads"),
+        ({"num_kv_heads": 0}, ValueError, "num_kv_heads must be a positive integer"),
+        ({"num_kv_heads": 8}, ValueError, "num_heads must be divisible by num_kv_heads"),
+        ({"bias": "False"}, TypeError, "bias must be a bool"),
+        ({"position": "rope", "d_model": 12}, ValueError, "d_model // num_heads must be even")]],
+    ("rope-head_dim-odd", lambda t: RotaryEmbedding(5), ValueError, "head_dim must be even"),
+    ("rope-base-1e-310", lambda t: RotaryEmbedding(1024, max_len=2, base=1e-310), ValueError,
+     r"frequencies 1/base\^\(2i/head_dim\).*head_dim=1024"),  # ω_511 = 1e310^(1022/1024) 溢出成 inf
+    ("rope-layout", lambda t: RotaryEmbedding(8, layout="neox"), ValueError, "layout must be one of"),
+    ("rope-head_dim-vs-mha", lambda t: MultiHeadAttention(C, H, rope=RotaryEmbedding(8)), ValueError,
+     "rope.head_dim must equal d_model // num_heads = 4"),
+    ("rope-too-long", lambda t: RotaryEmbedding(4, max_len=10)(torch.zeros(1, 3, 4), start=8), ValueError,
+     r"T \+ start = 3 \+ 8 = 11 must be <= max_len=10"),
 ]  # fmt: skip
 
 
