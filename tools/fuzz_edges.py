@@ -45,7 +45,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.kit, also 
 import tinyformer as tf  # noqa: E402
 from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB  # noqa: E402
 from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB  # noqa: E402
-from tests.kit import Payload, run_cli, tiny_gpt, tiny_transformer_config, tiny_translator  # noqa: E402
+from tests.kit import (  # noqa: E402  # noqa: E402
+    Payload,
+    captured,
+    run_cli,
+    tiny_gpt,
+    tiny_poet,
+    tiny_transformer_config,
+    tiny_translator,
+)
 from tests.kit import tiny_transformer as tiny_model  # noqa: E402
 from tinyformer import (  # noqa: E402
     GPT,
@@ -73,6 +81,8 @@ from tinyformer import (  # noqa: E402
 )
 from tinyformer.bpe import ByteBPE  # noqa: E402
 from tinyformer.layers import recording_weights  # noqa: E402
+from tinyformer.poetry import cli as poetry_cli  # noqa: E402
+from tinyformer.poetry.checkpoint import save_checkpoint as save_poet  # noqa: E402
 from tinyformer.seq2seq import (  # noqa: E402
     AdditiveAttention,
     GRUEncoder,
@@ -1210,6 +1220,7 @@ FILES = {  # 命令行的行里写作 {名字}；{model} 是好文件，{tmp} �
     "truncated": _cut(lambda d: d[:100]),
     "old": _special("old-format-pt"),
     "evil": _special("pickle-bare"),
+    "poet": lambda good, path: save_poet(path, *tiny_poet(seed=5), metrics={"steps": 0}),
 }
 
 
@@ -1456,6 +1467,32 @@ SUBPROCESS_CLI = [
 ]  # fmt: skip
 
 
+GENERATE = ["generate", "--model", "{poet}"]
+# python -m tinyformer.poetry：(编号, 参数, 退出码, stderr 的那一行（正则，去掉开头的 "错误："）)
+POETRY_CLI = [
+    ("acrostic-2", [*GENERATE, "--acrostic", "春花"], 2, r"--acrostic 须是 4 或 8 个字.*得到 2 个：'春花'"),
+    ("acrostic-unknown", [*GENERATE, "--acrostic", "春花秋X"], 2, r"模型不认识这些字（训练集里不到 2 次）：X"),
+    ("prefix-latin", [*GENERATE, "--prefix", "春风abc"], 2, r"--prefix 只能有汉字和 ，。：'abc' 不行"),
+    ("prefix-unknown", [*GENERATE, "--prefix", "春风吹龙"], 2, r"模型不认识这些字（训练集里不到 2 次）：龙"),
+    ("prefix-and-acrostic", [*GENERATE, "--prefix", "春", "--acrostic", "春花秋月"], 2,
+     r"--prefix 与 --acrostic 只能给一个"),
+    ("top-p-1.5", [*GENERATE, "--top-p", "1.5"], 2, r".*--top-p.*须是 \(0, 1\] 之内的数，得到 '1.5'.*"),
+    ("temperature-nan", [*GENERATE, "--temperature", "nan"], 2, r".*--temperature.*须是有限的正数，得到 'nan'.*"),
+    ("temperature-word", [*GENERATE, "--temperature", "abc"], 2,
+     r"参数 --temperature: 须是有限的正数，得到 'abc'（用 --help 看用法）"),
+    ("top-k-float", [*GENERATE, "--top-k", "1.5"], 2, r"参数 --top-k: 须是正整数，得到 '1.5'（用 --help 看用法）"),
+    ("n-zero", [*GENERATE, "--n", "0"], 2, r".*--n.*须是正整数，得到 '0'.*"),
+    ("no-command", [], 2, r"缺少参数：command（用 --help 看用法）"),
+    ("unknown-option", ["generate", "--bogus"], 2, r"不认识的参数：--bogus（用 --help 看用法）"),
+    ("device-tpu", ["train", "--steps", "1", "--out", "x", "--device", "tpu"], 2, r"参数 --device: 取值不对：'tpu'.*"),
+    ("model-missing", ["generate", "--model", "{tmp}/none.safetensors"], 3,
+     r"权重文件用不了（missing）：'/[^']+/none\.safetensors'.*"),
+    ("model-pickle", ["generate", "--model", "{evil}"], 3, r"权重文件用不了（pickle）：'/[^']+/evil\.safetensors'.*"),
+    ("model-damaged", ["generate", "--model", "{random}"], 3,
+     r"权重文件用不了（damaged）：'/[^']+/random\.safetensors'.*"),
+]  # fmt: skip
+
+
 def fill(argv, t: Path):
     """``{tmp}`` → the scratch folder t, ``{model}`` → the good checkpoint, ``{random}``… → ``FILES``."""
     (t / "file.txt").write_text("x")  # out-under-a-file
@@ -1497,6 +1534,8 @@ def cli_cases():
         for argv in rows:
             name = f"{command} {' '.join(a[:30] for a in argv)[:80]}"
             case(name, lambda t, c=command, a=argv: in_process(c, a, t), "cli")
+    for name, argv, code, message in POETRY_CLI:
+        case(f"poetry {name}", lambda t, a=argv: captured(lambda: poetry_cli.run(fill(a, t))), "cli", code, message)  # fmt: skip
     for argv, closed, code, message in SUBPROCESS_CLI:
         name = f"subprocess {' '.join(argv)[:60]}{' (stdout closed)' if closed else ''}"
         case(name, lambda t, a=argv, c=closed: subprocess_cli(a, c, t), "cli", code, message)
