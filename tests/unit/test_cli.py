@@ -4,7 +4,6 @@
 """
 
 import re
-import signal
 import subprocess
 import sys
 
@@ -65,6 +64,7 @@ def test_every_reason_has_a_chinese_message():
 
 
 # ---------------------------------------------------------------- 退出码：每种错误一个
+# 用法错误 2、权重文件 3、翻译不了 4：tools/fuzz_edges.py 的 TRANSLATE_CLI 钉着；这里是其余几种
 def _raise(error):
     def command(argv):
         raise error
@@ -73,11 +73,7 @@ def _raise(error):
 
 
 EXIT_CASES = [
-    ("ok", cli.translate_main, ["我明天去北京。"], 0),
     ("internal", _raise(RuntimeError("bug")), [], 1),
-    ("usage-bad-number", cli.translate_main, ["--beam-size", "0", "我"], 2),
-    ("bad-model-missing", cli.translate_main, ["--model", "/nonexistent/m.safetensors", "我"], 3),
-    ("untranslatable", cli.translate_main, ["我爱你。"], 4),
     ("io-error", _raise(BrokenPipeError(32, "Broken pipe")), [], 5),
     ("ctrl-c", _raise(KeyboardInterrupt()), [], 130),
     ("sigterm", _raise(cli.Terminated()), [], 143),
@@ -107,7 +103,6 @@ def test_sigterm_in_a_real_process_exits_143():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 143 and result.stderr.startswith("错误：被终止（SIGTERM）")
-    assert signal.SIGTERM + 128 == 143
 
 
 def test_translate_loads_the_model_once_and_builds_it_once(monkeypatch):
