@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 from pathlib import Path
@@ -125,16 +127,22 @@ def tiny_translator(seed: int = 0):
     )
 
 
-def run_cli(command, argv, capsys):
-    """像 ``python -m`` 那样运行一个子命令（经过 ``cli.run``），返回 (退出码, stdout, stderr)。"""
+def captured(call):
+    """(``call()`` 的返回值，或它的 ``SystemExit`` 的退出码, stdout, stderr)。"""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = call()
+        except SystemExit as exit_info:
+            code = exit_info.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_cli(command, argv):
+    """像 ``python -m`` 那样运行一个翻译的子命令（经过 ``cli.run``），返回 (退出码, stdout, stderr)。"""
     from tinyformer.translation import cli
 
-    try:
-        code = cli.run(lambda: command(argv))
-    except SystemExit as exit_info:
-        code = exit_info.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return captured(lambda: cli.run(lambda: command(argv)))
 
 
 # 写诗模型的小字表：几个字加 ，。（第 9 章，tinyformer.poetry）

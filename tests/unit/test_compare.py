@@ -49,21 +49,6 @@ def test_lists_and_numbers():
 
 
 @pytest.mark.parametrize(
-    ("tol", "error", "message"),
-    [
-        (-1e-6, ValueError, r"tol must be a finite number >= 0, got tol=-1e-06"),
-        (math.inf, ValueError, r"tol must be a finite number >= 0, got tol=inf"),
-        (math.nan, ValueError, r"tol must be a finite number >= 0, got tol=nan"),
-        ("1e-6", TypeError, r"tol must be a number, got str"),
-        (True, TypeError, r"tol must be a number, got bool"),
-    ],
-)
-def test_bad_tolerance(tol, error, message):
-    with pytest.raises(error, match=message):
-        agree(1.0, 1.0, tol=tol)
-
-
-@pytest.mark.parametrize(
     ("value", "expected"),
     [(3.21e-4, "3e-4"), (0.14, "1e-1"), (2.0, "2e0"), (0, "0"), (-0.05, "5e-2"), (9.6e-8, "1e-7")],
 )
@@ -103,27 +88,6 @@ def test_big_integers_are_compared_exactly():
     extreme = agree(torch.tensor([-(2**63)]), torch.tensor([2**63 - 1]), tol=0)  # 差超出 int64
     assert not extreme and extreme.max_diff == float(2**64 - 1)
     assert str(agree([1, 2], [1, 2], tol=0)) == "一致（最大差 ≤ 0e0）"
-
-
-@pytest.mark.parametrize(
-    "value, message",
-    [
-        (None, r"got NoneType"),
-        ("1.0", r"got str"),
-        ([[1, 2], [3]], r"got \[\[1, 2\], \[3\]\] \(expected sequence of length 2"),
-        (torch.empty(3, device="meta"), r"got a meta tensor \(it has no values\)"),
-        ({"a": 1}, r"got dict"),
-    ],
-    ids=["none", "string", "ragged", "meta", "dict"],
-)
-def test_inputs_that_are_not_numbers(value, message):
-    rule = r"must be a tensor, a number or a \(nested, rectangular\) list of numbers"
-    with pytest.raises(TypeError, match=r"^actual " + rule + ".*" + message):
-        agree(value, torch.zeros(3))
-    with pytest.raises(TypeError, match=r"^expected " + rule):
-        agree(torch.zeros(3), value)
-    with pytest.raises(TypeError, match=r"^value " + rule):
-        magnitude(value)
 
 
 def test_magnitude_of_complex_and_big_integers():

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.kit import padded_ids, tiny_transformer
-from tinyformer import KVCache, TransformerConfig, causal_mask
+from tinyformer import KVCache, TransformerConfig, causal_mask, greedy_decode
 
 B, T, S, C, H = 2, 5, 7, 16, 4
 PAD, BOS, EOS = 0, 1, 2
@@ -130,19 +130,6 @@ def test_cross_attention_weights_for_heatmaps():
     assert (weights[1, :, :, -3:] == 0).all()
 
 
-def _greedy(model, src, steps):
-    """带缓存的贪心解码（测试用的最小版本）。"""
-    memory, is_pad = model.encode(src), src == PAD
-    cache = KVCache()
-    ys = torch.full((src.shape[0], 1), BOS)
-    for _ in range(steps):
-        logits = model.decode(
-            ys[:, -1:], memory, memory_key_padding_mask=is_pad, cache=cache
-        )  # (B, 1, V)
-        ys = torch.cat([ys, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return ys
-
-
 def test_overfits_a_copy_task_and_greedy_decoding_reproduces_the_input():
     V, L, steps = 13, 6, 300
     model = tiny_transformer(
@@ -160,27 +147,20 @@ def test_overfits_a_copy_task_and_greedy_decoding_reproduces_the_input():
         tgt = torch.cat([torch.full((n, 1), BOS), src, torch.full((n, 1), EOS)], dim=1)
         return src, tgt
 
-    losses = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # 小模型单线程更快，机器忙时也不会因线程争抢而慢十倍
-    try:
-        for _ in range(steps):
-            src, tgt = batch(64)
-            logits = model(src, tgt[:, :-1])  # 输入 <bos> x1..xL，预测 x1..xL <eos>
-            loss = F.cross_entropy(logits.reshape(-1, V), tgt[:, 1:].reshape(-1))
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            losses.append(loss.item())
-    finally:
-        torch.set_num_threads(threads)
+    losses = []  # 单线程（tests/conftest.py）：小模型更快，机器忙时也不会因线程争抢而慢十倍
+    for _ in range(steps):
+        src, tgt = batch(64)
+        logits = model(src, tgt[:, :-1])  # 输入 <bos> x1..xL，预测 x1..xL <eos>
+        loss = F.cross_entropy(logits.reshape(-1, V), tgt[:, 1:].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
     assert losses[0] > math.log(V) - 1.0  # 一开始接近随机猜
     assert sum(losses[-10:]) / 10 < 0.05  # 最后几乎不再出错
 
     model.eval()
     src, tgt = batch(32)  # 新的随机序列，训练时没见过这一批
-    with torch.no_grad():
-        ys = _greedy(model, src, L + 1)
-    assert (ys == tgt).all()
+    assert torch.equal(greedy_decode(model, src, BOS, EOS, max_len=L + 1), tgt)

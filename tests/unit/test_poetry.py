@@ -6,13 +6,12 @@ import hashlib
 import json
 import math
 import os
-import re
 
 import pytest
 import torch
 import torch.multiprocessing as mp
 
-from tests.kit import TINY_POEMS, tiny_poet
+from tests.kit import TINY_POEMS, captured, tiny_poet
 from tinyformer.poetry import cli, corpus, evaluation, pretrained, sampling, training
 from tinyformer.poetry.checkpoint import load_checkpoint, save_checkpoint
 from tinyformer.poetry.corpus import Vocab
@@ -236,88 +235,26 @@ def test_checkpoint_round_trip(tiny_checkpoint):
     )
 
 
-def poetry_cli(argv, capsys):
-    code = cli.run(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_cli_generates_one_poem_per_line(tiny_checkpoint, capsys):
+def test_cli_generates_one_poem_per_line(tiny_checkpoint):
     path = str(tiny_checkpoint[0])
-    code, out, err = poetry_cli(
-        ["generate", "--model", path, "--n", "3", "--acrostic", "春花秋月"], capsys
-    )
+    argv = ["generate", "--model", path, "--n", "3", "--acrostic", "春花秋月"]
+    code, out, err = captured(lambda: cli.run(argv))
     assert code == 0 and err == "" and len(out.splitlines()) == 3
     assert all(line[0] == "春" for line in out.splitlines())
 
 
-@pytest.mark.parametrize(
-    "argv, message",
-    [
-        (["--acrostic", "春花"], r"^错误：--acrostic 须是 4 或 8 个字.*得到 2 个：'春花'\n$"),
-        (["--acrostic", "春花秋X"], r"^错误：模型不认识这些字（训练集里不到 2 次）：X\n$"),
-        (["--prefix", "春风abc"], r"^错误：--prefix 只能有汉字和 ，。：'abc' 不行\n$"),
-        (["--prefix", "春风吹龙"], r"^错误：模型不认识这些字（训练集里不到 2 次）：龙\n$"),
-        (
-            ["--prefix", "春", "--acrostic", "春花秋月"],
-            r"^错误：--prefix 与 --acrostic 只能给一个\n$",
-        ),
-        (["--top-p", "1.5"], r"^错误：.*--top-p.*须是 \(0, 1\] 之内的数，得到 '1.5'.*\n$"),
-        (["--temperature", "nan"], r"^错误：.*--temperature.*须是有限的正数，得到 'nan'.*\n$"),
-        (
-            ["--temperature", "abc"],
-            r"^错误：参数 --temperature: 须是有限的正数，得到 'abc'（用 --help 看用法）\n$",
-        ),
-        (["--top-k", "1.5"], r"^错误：参数 --top-k: 须是正整数，得到 '1.5'（用 --help 看用法）\n$"),
-        (["--n", "0"], r"^错误：.*--n.*须是正整数，得到 '0'.*\n$"),
-    ],
-)
-def test_cli_rejects_bad_input_with_one_chinese_line(tiny_checkpoint, capsys, argv, message):
-    code, out, err = poetry_cli(["generate", "--model", str(tiny_checkpoint[0]), *argv], capsys)
-    assert code == cli.EXIT_USAGE and out == ""
-    assert err.count("\n") == 1
-    assert re.match(message, err), err
-
-
-@pytest.mark.parametrize(
-    "argv, message",
-    [
-        ([], r"^错误：缺少参数：command（用 --help 看用法）\n$"),
-        (["generate", "--bogus"], r"^错误：不认识的参数：--bogus（用 --help 看用法）\n$"),
-        (
-            ["train", "--steps", "1", "--out", "x", "--device", "tpu"],
-            r"^错误：参数 --device: 取值不对：'tpu'",
-        ),
-    ],
-)
-def test_cli_usage_errors_are_one_chinese_line(capsys, argv, message):
-    code, out, err = poetry_cli(argv, capsys)
-    assert code == cli.EXIT_USAGE and out == "" and err.count("\n") == 1
-    assert re.match(message, err), err
-
-
-def test_cli_names_a_torchrun_process_without_its_own_gpu(monkeypatch, capsys):
+# 坏参数与坏权重文件：一行中文、退出码 2 或 3，钉在 tools/fuzz_edges.py 的表里（POETRY_CLI）
+def test_cli_names_a_torchrun_process_without_its_own_gpu(monkeypatch):
     """一块 GPU 上 ``torchrun --nproc_per_node=2 ... --device cuda``：第二个进程没有卡（CUDA 会说 invalid device ordinal）。"""
     monkeypatch.setenv("LOCAL_RANK", "1")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    code, out, err = poetry_cli(["train", "--steps", "1", "--out", "x", "--device", "cuda"], capsys)
+    argv = ["train", "--steps", "1", "--out", "x", "--device", "cuda"]
+    code, out, err = captured(lambda: cli.run(argv))
     assert code == cli.EXIT_USAGE and out == "" and err.count("\n") == 1
     assert err.startswith(
         "错误：--device cuda：torchrun 的第 1 号进程（LOCAL_RANK）没有自己的 GPU，这台机器只有 1 块"
     )
-
-
-@pytest.mark.parametrize("reason", ["missing", "pickle", "damaged"])
-def test_cli_weights_errors_exit_3_with_the_weights_error(tmp_path, capsys, reason):
-    path = tmp_path / "w.safetensors"
-    if reason == "pickle":
-        torch.save({"a": torch.zeros(1)}, path)
-    elif reason == "damaged":
-        path.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
-    code, out, err = poetry_cli(["generate", "--model", str(path)], capsys)
-    assert code == cli.EXIT_BAD_MODEL and out == ""
-    assert err.startswith(f"错误：权重文件用不了（{reason}）：'{path}'") and err.count("\n") == 1
 
 
 # ---------------------------------------------------------------- 随包发布的权重
