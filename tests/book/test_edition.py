@@ -103,16 +103,6 @@ def test_myst_the_edition_does_not_know_is_an_error_not_passed_through(built_sit
         converter.markdown("## 一节\n", chapter)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_commonmark_render_holds_no_myst(name):
-    # 对照：网站的源文件里有，检查看得见它们
-    assert sum(myst_items(source) for source in markdown_cells("chapters", name)) > 0
-    for source in markdown_cells("edition", name):
-        text = visible_text(source)
-        found = {kind: p.findall(text) for kind, p in MYST.items() if p.search(text)}
-        assert found == {}, (name, source[:300])
-
-
 def cjk_softbreaks(markdown: str) -> list[str]:
     """CommonMark 渲染后，两个汉字（或中文标点）之间的软换行：读者看到的是一个多余的空格。"""
     found = []
@@ -129,25 +119,18 @@ def cjk_softbreaks(markdown: str) -> list[str]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_no_space_between_chinese_characters_from_line_breaks(name):
-    before = sum(len(cjk_softbreaks(source)) for source in markdown_cells("chapters", name))
-    found = [hit for source in markdown_cells("edition", name) for hit in cjk_softbreaks(source)]
-    assert found == [], f"{len(found)} of {before} line breaks between Chinese characters remain"
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_emphasis_survives_the_joined_lines(name):
-    """删换行时不能把 *强调* 接在汉字后面：CommonMark 不认“个*[词](…)*”里的星号，读者会看到它。"""
-    for cell in cells("edition", name):
-        if cell["cell_type"] != "markdown":
-            continue
-        text = re.sub(
-            r"\$\$.*?\$\$|\$[^$\n]*\$", "", visible_text("".join(cell["source"])), flags=re.S
-        )
-        assert "*" not in text, (name, text[max(0, text.find("*") - 20) : text.find("*") + 20])
-    assert "*" in visible_text(
-        "先放四个*[特殊词元](u)*（special tokens）"
-    )  # 对照：这样写星号原样显示
+def test_commonmark_render_reads_as_written(name):
+    """CommonMark 渲染后读者看到的正文里：没有 MyST 写法；两个汉字之间没有软换行（显示成一个多余的空格）；
+    删换行时没有把 *强调* 接在汉字后面（CommonMark 不认“个*[词](…)*”里的星号，读者会看到它）。"""
+    # 对照：网站的源文件里有 MyST，检查看得见它们
+    assert sum(myst_items(source) for source in markdown_cells("chapters", name)) > 0
+    for source in markdown_cells("edition", name):
+        text = visible_text(source)
+        found = {kind: p.findall(text) for kind, p in MYST.items() if p.search(text)}
+        assert found == {}, (name, source[:300])
+        assert cjk_softbreaks(source) == [], name
+        prose = re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$", "", text, flags=re.S)
+        assert "*" not in prose, (name, prose[max(0, prose.find("*") - 20) : prose.find("*") + 20])
 
 
 def test_the_cjk_check_sees_a_line_break_between_chinese_characters():
@@ -158,6 +141,7 @@ def test_the_check_sees_myst_the_way_a_reader_does():
     assert myst_items("见 {numref}`%s 节 <ch05-qkv>`。") == 1  # 反引号里的部分显示成代码
     assert myst_items("(ch05-qkv)=\n## 标题\n\n:::{note}\n:class: dropdown\n文字\n:::") == 4
     assert myst_items("代码里的 `{numref}` 不算。\n\n```python\n:::\n```") == 0
+    assert "*" in visible_text("先放四个*[特殊词元](u)*（special tokens）")  # 星号原样显示
 
 
 @cache
