@@ -124,49 +124,38 @@ def visible_button(page, selector):
     return buttons[0]
 
 
-@pytest.mark.parametrize("view", ["phone", "desktop"])
-def test_chapter_menu_opens_closes_and_its_links_work(open_page, view):
-    """☰ 打开、关上章节目录；从目录里点到另一章。"""
-    page = open_page("chapters/ch03_positional_encoding.html", **VIEWS[view]).page
-    sidebar = ".bd-sidebar-primary"
-    toggle = visible_button(page, ".primary-toggle")
-    open_at_start = view == "desktop"  # 宽屏上目录一开始就在，窄屏上藏着
-    assert shown(page, sidebar) == open_at_start
-    toggle.click()
-    page.wait_for_timeout(400)
-    assert shown(page, sidebar) != open_at_start
-    if view == "phone":
-        page.keyboard.press("Escape")  # 窄屏上目录是浮层：Esc 或点旁边关上
-    else:
-        toggle.click()
-    page.wait_for_timeout(400)
-    assert shown(page, sidebar) == open_at_start
-    if not open_at_start:
-        toggle.click()
-        page.wait_for_timeout(400)
-    page.locator(f"{sidebar} a[href$='ch05_attention.html']").first.click()
-    page.wait_for_url("**/chapters/ch05_attention.html")
+# 侧栏 -> 它的开关按钮：章节目录（☰）与本页目录
+PANELS = {".bd-sidebar-primary": ".primary-toggle", ".bd-sidebar-secondary": ".secondary-toggle"}
 
 
 @pytest.mark.parametrize("view", ["phone", "desktop"])
-def test_contents_panel_opens_closes_and_its_links_work(open_page, view):
-    """本页目录：窄屏上由按钮打开、关上；宽屏上一直在右侧。从里面点到一节。"""
+@pytest.mark.parametrize("panel", PANELS)
+def test_panels_open_close_and_their_links_work(open_page, panel, view):
+    """窄屏上两个侧栏都藏着，由按钮打开、Esc 关上；宽屏上一开始就在（章节目录的按钮关上它，本页目录没有按钮）。
+    从章节目录点到另一章，从本页目录点到一节。"""
     page = open_page("chapters/ch03_positional_encoding.html", **VIEWS[view]).page
-    panel = ".bd-sidebar-secondary"
+
+    def press(key=None):
+        """按 key（没给时点开关按钮），等动画完，返回侧栏看不看得见。"""
+        if key:
+            page.keyboard.press(key)
+        else:
+            visible_button(page, PANELS[panel]).click()
+        page.wait_for_timeout(400)
+        return shown(page, panel)
+
     if view == "phone":
         assert not shown(page, panel)
-        toggle = visible_button(page, ".secondary-toggle")
-        toggle.click()
-        page.wait_for_timeout(400)
-        assert shown(page, panel)
-        page.keyboard.press("Escape")
-        page.wait_for_timeout(400)
-        assert not shown(page, panel)
-        toggle.click()
-        page.wait_for_timeout(400)
+        assert press() and not press("Escape") and press()
+    elif panel == ".bd-sidebar-primary":
+        assert shown(page, panel) and not press() and press()
     else:
         assert shown(page, panel)
-        assert not [b for b in page.locator(".secondary-toggle").all() if b.is_visible()]
+        assert not [b for b in page.locator(PANELS[panel]).all() if b.is_visible()]
+    if panel == ".bd-sidebar-primary":
+        page.locator(f"{panel} a[href$='ch05_attention.html']").first.click()
+        page.wait_for_url("**/chapters/ch05_attention.html")
+        return
     link = page.locator(f"{panel} a.nav-link").nth(1)
     target = link.get_attribute("href")
     assert target.startswith("#")

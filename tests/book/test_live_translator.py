@@ -59,9 +59,9 @@ def test_browser_segmentation_equals_jieba_on_the_whole_corpus(node, words):
     assert different == []
 
 
-@pytest.mark.parametrize(
-    "sentence",
-    [
+def test_the_page_says_what_the_cli_says_about_a_sentence(node, translator, words):
+    """不认识的词、太长、空的句子：网页的消息与命令行的中文消息逐字相同；认识的句子两边都没有消息。"""
+    sentences = [
         "我明天在广州看小说。",
         "我爱北京天安门。",
         "我们明天在学校吃汉堡。",
@@ -70,35 +70,21 @@ def test_browser_segmentation_equals_jieba_on_the_whole_corpus(node, words):
         "我明天去北京。" * 20,  # 140 个词，超过 max_len
         "我明天去北京。" * 700,  # 4900 个字：曾让 onnxruntime-web 出错、页面留着上一句的译文
         "-我明天去北京。",
-    ],
-    ids=[
-        "unknown-place",
-        "unknown-verb",
-        "unknown-food",
-        "empty",
-        "blank",
-        "too-long",
-        "5000",
-        "dash",
-    ],
-)
-def test_unknown_words_get_the_clis_message(node, translator, words, sentence):
-    with pytest.raises(ValueError) as info:
-        translator.tokenize(sentence)
-    message = node(
-        "return m.unknownMessage(data.s, m.segment(data.s, new Set(data.words)), new Set(data.words),"
-        " data.n);",
-        {"s": sentence, "words": words, "n": translator.model.config.max_len},
+        "我的朋友明天在图书馆看小说吗？",  # 认识的
+    ]
+    messages = node(
+        "const known = new Set(data.words);"
+        "return data.ss.map((s) => m.unknownMessage(s, m.segment(s, known), known, data.n));",
+        {"ss": sentences, "words": words, "n": translator.model.config.max_len},
     )
-    assert message == cli.cannot_translate(sentence, info.value)  # 中文，与命令行逐字相同
-
-
-def test_known_sentences_get_no_message(node, words):
-    message = node(
-        "return m.unknownMessage(data.s, m.segment(data.s, new Set(data.words)), new Set(data.words));",
-        {"s": "我的朋友明天在图书馆看小说吗？", "words": words},
-    )
-    assert message is None
+    for sentence, message in zip(sentences, messages, strict=True):
+        try:
+            translator.tokenize(sentence)
+            expected = None
+        except ValueError as error:
+            expected = cli.cannot_translate(sentence, error)
+        assert message == expected, sentence[:40]
+    assert messages[-1] is None and None not in messages[:-1]
 
 
 def test_python_repr_of_strings(node):
