@@ -1,4 +1,5 @@
-"""书与网站的测试共用的 fixture：本机 http.server 上的网站、无头 Chromium、node 里运行网页脚本。
+"""书与网站的测试共用的 fixture 与零件：本机 http.server 上的网站、无头 Chromium 里的一页（``Visit``、
+``open_page``）、node 里运行网页脚本。
 
 浏览器测试需要 Debian 的 chromium（playwright 不下载浏览器）和 PyPI 的 playwright；缺少时跳过，CI=true 时失败。
 """
@@ -6,13 +7,16 @@
 import json
 import shutil
 import subprocess
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pytest
 
 from tests.kit import ROOT, playwright_chromium, skip_or_fail
-from tools.book_pdf import CHROMIUM_ARGS, serve
+from tools.book_pdf import serve
 
 SCRIPTS = ROOT / "_static_ch08" / "live_translator"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
 # node 里：m 是 live_translator.js（解码、采样、分词……），tf 是 transformer.js（前向、读 safetensors），
 # data 是 JSON；body 是一个 async 函数体，return 的值以 JSON 写到 stdout
 PROGRAM = """
@@ -59,26 +63,118 @@ def server(site):
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """Debian 的无头 Chromium，空的用户目录，与打印全书 PDF 用同一组参数；页面共用它的缓存。"""
-    sync_playwright, executable = playwright_chromium()
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")),
-            executable_path=executable,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 900},
-        )
-        yield context
-        context.close()
-
-
-@pytest.fixture(scope="module")
 def chromium():
-    """无头 Chromium；每个测试开自己的上下文（空缓存，量字节才准）。"""
+    """无头 Chromium；每页开自己的上下文（空缓存，量字节才准），见 ``open_page``。"""
     sync_playwright, executable = playwright_chromium()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True)
         yield browser
         browser.close()
+
+
+def on_this_machine(url: str) -> bool:
+    return urlparse(url).hostname == "127.0.0.1"
+
+
+class Visit:
+    """打开一页，记下控制台错误、页面异常、失败的请求和被拦下的请求（``allow`` 之外的一律拦下，
+    所以这些测试同时证明网页离线可用），以及每个成功请求的路径。"""
+
+    def __init__(self, context, url, allow=on_this_machine):
+        self.errors, self.failed, self.external, self.paths = [], [], [], set()
+        self.allow = allow
+        self.page = context.new_page()
+        self.page.route("**/*", self._route)
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: self.failed.append((r.url, r.failure)))
+        self.page.on(
+            "response", lambda r: r.status >= 400 and self.failed.append((r.url, r.status))
+        )
+        self.page.on("requestfinished", lambda r: self.paths.add(urlparse(r.url).path))
+        self.page.goto(url, wait_until="load")
+
+    def _route(self, route):
+        if self.allow(route.request.url):
+            route.continue_()
+        else:
+            self.external.append(route.request.url)
+            route.abort()
+
+    def loaded(self, site):
+        """加载过的文件（在网站里的路径）。"""
+        files = {site / unquote(p).lstrip("/") for p in self.paths}
+        return {f for f in files if f.is_file()}
+
+    def assert_clean(self):
+        assert (self.external, self.failed, self.errors) == ([], [], [])
+
+    def close(self):
+        self.page.close()
+
+
+@pytest.fixture
+def open_page(chromium, server):
+    """``open_page(path, **context)``：在新的浏览器上下文里打开本机网站上的 path（或一个 file:// 地址）；``context``
+    是 playwright 的 ``new_context`` 参数（viewport、color_scheme、is_mobile……）。测试结束时关掉。"""
+    contexts = []
+
+    def open_(path, **context):
+        contexts.append(
+            chromium.new_context(**{"viewport": {"width": 1280, "height": 900}, **context})
+        )
+        if path.startswith("file://"):  # 读者下载网站后双击打开：只许读本地文件
+            return Visit(contexts[-1], path, allow=lambda url: url.startswith("file://"))
+        return Visit(contexts[-1], f"{server}/{path}")
+
+    yield open_
+    for context in contexts:
+        context.close()
+
+
+SCROLL = """async (e) => {
+  const frames = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  e.scrollIntoView({block: "center", behavior: "instant"});
+  await frames();
+  const first = e.getBoundingClientRect().top;
+  await frames();
+  const top = e.getBoundingClientRect().top;
+  return Math.abs(top - first) < 1 && top >= 0 && top <= innerHeight;
+}"""
+
+
+def scroll_to(locator):
+    """把元素滚进视野。离视野远的节先不排版（content-visibility，_theme/site.css）：按估计的高度滚过去后，
+    沿途的节排好、高度变了，目标会移位，所以再滚，直到它停在视野里。"""
+    for _ in range(20):
+        if locator.evaluate(SCROLL):
+            return
+    raise AssertionError("滚了 20 次，元素还不停在视野里")
+
+
+# 把一个控件换成另一个取值：下拉框与单选框选下一个选项，复选框翻转，滑块走一步（到头则退一步）
+MOVE_JS = """(input) => {
+    const fire = () => ['input', 'change'].forEach(
+        (type) => input.dispatchEvent(new Event(type, {bubbles: true})));
+    if (input.tagName === 'SELECT') {
+        input.selectedIndex = (input.selectedIndex + 1) % input.options.length;
+        return fire();
+    }
+    if (input.type === 'radio') {
+        const group = [...input.closest('.vega-bind').querySelectorAll('input[type=radio]')];
+        return group[(group.findIndex((r) => r.checked) + 1) % group.length].click();
+    }
+    if (input.type === 'checkbox') return input.click();
+    const step = Number(input.step) || 1;
+    const value = Number(input.value);
+    input.value = value + step <= Number(input.max) ? value + step : value - step;
+    fire();
+}"""
+
+
+def screenshot(target, name: str) -> Path:
+    """页面或元素的截图，存进 _build/screenshots/（给人看）。"""
+    path = SCREENSHOTS / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target.screenshot(path=str(path), timeout=60_000)
+    return path

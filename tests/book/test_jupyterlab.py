@@ -3,15 +3,14 @@
 Binder 装的就是 JupyterLab 4.4.9（与 Notebook 7 共用同一套渲染器），而 Colab、GitHub 与没有
 jupyterlab-myst 的 JupyterLab 一样只认 CommonMark 加公式。所以这里对 :data:`FOLDER` 里的每一本笔记本：
 
-- 打开它，等 Markdown 单元格渲染好，读出渲染后的文字：里面没有 MyST 语法（``{numref}``、``%s 节``、
-  ``:::``、``:label:``、``(标签)=``、``{term}``、``{cite``、``{eq}``、``{prf:``），引用写成
-  “N.M 节”“第 N 章”；
+- 打开时每张图都显示出来（未被信任的笔记本不显示 SVG：旁边存的 PNG），解答都折着、点开才看得到；
+- 点一节的引用，滚到（别的笔记本里的）那个标题；
 - 有探索器的：打开时（还没运行、笔记本未被信任、脚本不执行）图的位置上是默认状态的静态图；运行
   探索器的单元格（它自己导入要用的东西）后画出带图元的 SVG，静态图被换掉；
 - 整个过程中页面没有 JavaScript 错误（控制台 error 与未捕获的异常）。
 
-另在 Notebook 7（同一个服务器的 ``/tree`` → ``/notebooks/…``）里打开一章、运行它的探索器。截图存到
-``_build/screenshots/jupyterlab/``。
+另在 Notebook 7（同一个服务器的 ``/tree`` → ``/notebooks/…``）里打开一章、运行它的探索器。渲染后的文字里
+没有 MyST 语法由 tests/book/test_edition.py 按 CommonMark 查（每一本）。截图存到 ``_build/screenshots/jupyterlab/``。
 
 图的脚本在 JupyterLab 里从 jsDelivr 加载（Altair 的 universal 模板），这里连不到外网：这些地址由
 ``page.route`` 换成 ``_vendor/`` 里随书的同一构建（``tools/web_assets.py`` 取的 vega、vega-lite、
@@ -19,7 +18,7 @@ vega-embed，版本与 Altair 要求的相同：vega-lite 一字不差，vega �
 那一版）。其他外部请求一律拦下并记下。
 
 需要 Debian 的 chromium、playwright 与 jupyterlab（requirements.txt 固定了 4.4.9）；缺少时跳过，
-CI=true 时失败。整个文件约 5 分钟（8 个探索器各运行一次约 2.5 分钟）。
+CI=true 时失败。
 """
 
 import json
@@ -37,17 +36,13 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.book.test_browser import Visit
-from tests.book.test_edition import MYST
+from tests.book.conftest import Visit, screenshot
 from tests.kit import ROOT, skip_or_fail
 from tinyformer.book.explorers import VEGALITE_MIME_TYPE
 
 pytestmark = pytest.mark.browser
 
-# 读者打开的笔记本所在的文件夹：笔记本版（tools/edition.py 从 chapters/ 生成，文件名相同）。
-# TINYFORMER_LAB_FOLDER=chapters 改测网站的源文件（它们满是 MyST，用来数“修之前”有多少）
-FOLDER = ROOT / os.environ.get("TINYFORMER_LAB_FOLDER", "edition")
-SCREENSHOTS = ROOT / "_build" / "screenshots" / "jupyterlab"
+FOLDER = ROOT / "edition"  # 读者打开的笔记本版（tools/edition.py 从 chapters/ 生成，文件名相同）
 VENDOR = ROOT / "_vendor"
 CDN = "https://cdn.jsdelivr.net/npm/"
 # Altair 的 universal 模板请求的地址（vega@6?noext 之类）-> _vendor/ 里的文件
@@ -58,11 +53,6 @@ CDN_FILES = {
 }
 TOKEN = "tinyformer-test"
 LAB_VERSION = "4.4.9"
-
-# 引用渲染成的样子
-REFERENCE = re.compile(r"\d+\.\d+ 节|第 \d+ 章")
-# 缺了号的引用：“第  章”、空格前不是数字的“ 节”（\w 包括汉字，所以这里只看数字）
-BROKEN_REFERENCE = re.compile(r"第\s*章|(?<!\d) 节")
 
 
 def notebooks() -> list[str]:
@@ -86,12 +76,6 @@ def cells_saving(name: str, mime_types: set[str]) -> list[int]:
 def explorer_cells(name: str) -> list[int]:
     """保存了探索器输出（Vega-Lite 图）的代码单元格。"""
     return cells_saving(name, {VEGALITE_MIME_TYPE})
-
-
-def screenshot(target, file_name: str) -> None:
-    """页面或元素的截图，存进 _build/screenshots/jupyterlab/。"""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    target.screenshot(path=str(SCREENSHOTS / file_name))
 
 
 def free_port() -> int:
@@ -182,9 +166,9 @@ class LabPage(Visit):
     """一页 JupyterLab（记下控制台错误、页面异常，见 :class:`Visit`），只是 jsDelivr 的图脚本换成
     _vendor/ 里的同一构建（记在 ``cdn`` 里），其他外部请求照样拦下、记在 ``external`` 里。"""
 
-    def __init__(self, browser, url):
+    def __init__(self, context, url):
         self.cdn = []
-        super().__init__(browser, url)
+        super().__init__(context, url)
 
     def _route(self, route):
         url = route.request.url
@@ -204,19 +188,17 @@ def api(lab: str, path: str, method: str = "GET"):
 
 
 @pytest.fixture
-def open_lab(browser, lab):
-    """打开 JupyterLab 的一页；``reset``：不恢复上一页打开的标签（否则每页都重开前面的笔记本）。
-    测试结束时关掉页面和它们启动的内核。"""
-    pages = []
+def open_lab(chromium, lab):
+    """在这个测试自己的浏览器上下文里打开 JupyterLab 的一页；``reset``：不恢复上一页打开的标签（否则每页都重开
+    前面的笔记本）。测试结束时关掉上下文和页面启动的内核。"""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
 
     def open_page(path):
         reset = "&reset" if path.startswith("lab/") else ""
-        pages.append(LabPage(browser, f"{lab}/{path}?token={TOKEN}{reset}"))
-        return pages[-1]
+        return LabPage(context, f"{lab}/{path}?token={TOKEN}{reset}")
 
     yield open_page
-    for page in pages:
-        page.close()
+    context.close()
     for session in api(lab, "sessions"):
         api(lab, f"sessions/{session['id']}", method="DELETE")
 
@@ -239,17 +221,6 @@ def wait_for_notebook(page, cells: int, kernel: bool = True) -> None:
         }""",
         arg=[cells, kernel],
         timeout=60_000,
-    )
-
-
-def markdown_text(page) -> list[str]:
-    """渲染后的 Markdown 单元格的文字（去掉排好的公式：它们的文字是 MathJax 的助读内容）。"""
-    return page.evaluate(
-        """() => [...document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown')].map(el => {
-            const copy = el.cloneNode(true);
-            copy.querySelectorAll('mjx-container, .MathJax, script').forEach(m => m.remove());
-            return copy.textContent;
-        })"""
     )
 
 
@@ -308,27 +279,6 @@ def wait_for_chart(page, index: int) -> dict:
     return output_state(page, index)
 
 
-def myst_found(texts: list[str]) -> dict[str, list[str]]:
-    """每种 MyST 语法在哪些文字片段里出现（片段前后各留 30 个字符）。"""
-    found = {}
-    for label, pattern in MYST.items():
-        for text in texts:
-            for match in pattern.finditer(text):
-                start = max(match.start() - 30, 0)
-                found.setdefault(label, []).append(text[start : match.end() + 30])
-    return found
-
-
-def source_has_references(name: str) -> bool:
-    """这一章在 chapters/ 里的源文件写了 {numref} 引用（笔记本版里它们应当读作“N.M 节”）。"""
-    source = ROOT / "chapters" / name
-    if not source.exists():
-        return False
-    return any(
-        "{numref}" in "".join(c["source"]) for c in cells_of(source) if c["cell_type"] == "markdown"
-    )
-
-
 def own_font(url: str) -> bool:
     """JupyterLab、Notebook 7 界面自己的图标字体（/static/lab|notebook/*.woff）。
 
@@ -336,11 +286,6 @@ def own_font(url: str) -> bool:
     （测到了，原因没有查清；第一次打开时没有）。它们是界面的字体，与本书的内容无关。
     """
     return bool(re.search(r"/static/(lab|notebook)/[0-9a-f]+\.woff2?$", url))
-
-
-def known_noise(message: str) -> bool:
-    """与本书无关、读者也看不到的控制台消息（理由见各条）。"""
-    return False
 
 
 def open_notebook(open_lab, name: str, app: str = "lab/tree", kernel: bool = True, among=None):
@@ -354,7 +299,7 @@ def open_notebook(open_lab, name: str, app: str = "lab/tree", kernel: bool = Tru
 
 def assert_no_javascript_errors(*pages: LabPage) -> None:
     failed = [f for lab in pages for f in lab.failed if not own_font(f[0])]
-    errors = [e for lab in pages for e in lab.errors if not known_noise(e)]
+    errors = [e for lab in pages for e in lab.errors]
     if not failed:  # 只有 JupyterLab 自己的字体失败了：它们的 403 在控制台里也记一条
         errors = [e for e in errors if "status of 403 (Forbidden)" not in e]
     assert not errors, f"JavaScript 错误：{errors[:5]}；失败的请求：{failed[:5]}"
@@ -366,11 +311,7 @@ WITH_EXPLORERS = [name for name in notebooks() if explorer_cells(name)]
 
 
 def test_explorer_draws_in_notebook_7(open_lab):
-    """Notebook 7（同一个服务器）：/tree 列出笔记本，/notebooks/… 打开一章，运行探索器画出图。
-
-    它排在 JupyterLab 的测试前面：同一个浏览器用户目录先开过 JupyterLab 的页面后，Notebook 7 的页面
-    记下 ``Command 'filebrowser:open-path' not registered`` 和它自己字体（/static/notebook/*.woff）
-    的 403（测到了，原因没有查清）。先开 Notebook 7 时没有这些错误。"""
+    """Notebook 7（同一个服务器）：/tree 列出笔记本，/notebooks/… 打开一章，运行探索器画出图。"""
     if not WITH_EXPLORERS:
         skip_or_fail(f"{FOLDER} 里没有带探索器的笔记本")
     name = WITH_EXPLORERS[0]
@@ -383,30 +324,11 @@ def test_explorer_draws_in_notebook_7(open_lab):
     run_cell(page, index)
     after = wait_for_chart(page, index)
     assert after["marks"] > 0 and after["controls"] > 0, after
-    screenshot(page.locator(".jp-Notebook .jp-Cell").nth(index), f"notebook7-{Path(name).stem}.png")
-    assert_no_javascript_errors(tree, notebook)
-
-
-@pytest.mark.parametrize("name", notebooks() or ["（没有笔记本）"])
-def test_markdown_reads_without_myst_in_jupyterlab(open_lab, name):
-    lab = open_notebook(open_lab, name, kernel=False)
-    if name.startswith("ch03"):
-        screenshot(lab.page, f"chapter-{Path(name).stem}.png")
-    texts = markdown_text(lab.page)
-    assert texts, "没有渲染出的 Markdown 单元格"
-    found = myst_found(texts)
-    counts = {label: len(hits) for label, hits in found.items()}
-    assert not found, (
-        f"渲染后的文字里有 MyST 语法 {counts}：{ {k: v[:2] for k, v in found.items()} }"
+    screenshot(
+        page.locator(".jp-Notebook .jp-Cell").nth(index),
+        f"jupyterlab/notebook7-{Path(name).stem}.png",
     )
-    whole = "\n".join(texts)
-    broken = [
-        whole[max(m.start() - 20, 0) : m.end() + 20] for m in BROKEN_REFERENCE.finditer(whole)
-    ]
-    assert not broken, f"缺了号的引用：{broken[:5]}"
-    if source_has_references(name):
-        assert REFERENCE.search(whole), "源文件有 {numref} 引用，渲染后却没有“N.M 节”“第 N 章”"
-    assert_no_javascript_errors(lab)
+    assert_no_javascript_errors(tree, notebook)
 
 
 @pytest.mark.parametrize("name", WITH_EXPLORERS or ["（没有探索器）"])
@@ -420,7 +342,7 @@ def test_explorer_shows_a_picture_on_opening_and_draws_when_run(open_lab, name):
         if shoot:
             cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
             cell.scroll_into_view_if_needed()
-            screenshot(cell, f"explorer-{Path(name).stem}-opened.png")
+            screenshot(cell, f"jupyterlab/explorer-{Path(name).stem}-opened.png")
         assert before["picture"], f"打开时探索器的位置上没有静态图：{before}"
         assert before["marks"] == 0
         started = time.monotonic()
@@ -431,7 +353,7 @@ def test_explorer_shows_a_picture_on_opening_and_draws_when_run(open_lab, name):
         assert any(u.startswith(f"{CDN}vega-embed@") for u in lab.cdn), lab.cdn
         print(f"{name}：运行到画好 {time.monotonic() - started:.1f} s，{after['marks']} 个图元")
         if shoot:
-            screenshot(cell, f"explorer-{Path(name).stem}-run.png")
+            screenshot(cell, f"jupyterlab/explorer-{Path(name).stem}-run.png")
     assert_no_javascript_errors(lab)
 
 
@@ -493,50 +415,21 @@ def test_every_figure_is_drawn_on_opening_untrusted(open_lab, name):
     assert not missing, f"{len(missing)}/{len(drawn)} 张图打开时没有显示：{missing[:3]}"
     if name.startswith("ch03"):
         page.locator(".jp-Notebook .jp-Cell").nth(indices[0]).scroll_into_view_if_needed()
-        screenshot(page, f"figures-{Path(name).stem}-untrusted.png")
+        screenshot(page, f"jupyterlab/figures-{Path(name).stem}-untrusted.png")
     assert_no_javascript_errors(lab)
 
 
 def folded_answers(page) -> list[dict]:
-    """渲染后的每个解答（摘要写着“的解答”的 <details>）：是否展开、摘要、折起来的文字的各行。"""
+    """渲染后的每个解答（摘要写着“的解答”的 <details>）：是否展开、摘要。"""
     return page.evaluate(
         """() => [...document.querySelectorAll('.jp-RenderedMarkdown details')]
             .filter(d => d.querySelector('summary').textContent.includes('的解答'))
-            .map(d => ({
-                open: d.open,
-                summary: d.querySelector('summary').textContent,
-                lines: [...d.children].filter(c => c.tagName !== 'SUMMARY')
-                    .flatMap(c => c.textContent.split('\\n'))
-                    .map(line => line.trim()).filter(line => line.length >= 12),
-            }))"""
+            .map(d => ({open: d.open, summary: d.querySelector('summary').textContent}))"""
     )
-
-
-def visible_text(page) -> str:
-    """笔记本里读者看得到的文字（innerText 不含折起来的 <details> 的内容、折叠的单元格的其余行），
-    去掉空白：textContent 与 innerText 在换行、强调前后的空白上不同，比较的是文字本身。"""
-    return re.sub(
-        r"\s+", "", page.evaluate("() => document.querySelector('.jp-Notebook').innerText")
-    )
-
-
-def bare(line: str) -> str:
-    return re.sub(r"\s+", "", line)
 
 
 def has_solutions(name: str) -> bool:
     return any("的解答（点击展开）" in "".join(c["source"]) for c in cells_of(FOLDER / name))
-
-
-def text_outside_folds(name: str) -> str:
-    """笔记本文件里 ``<details>`` 以外的全部文字：单元格的源文字与文字输出。"""
-    parts = []
-    for cell in cells_of(FOLDER / name):
-        parts.append(re.sub(r"(?s)<details>.*?</details>", "", "".join(cell["source"])))
-        for output in cell.get("outputs", []):
-            parts.append("".join(output.get("text", "")))
-            parts.append("".join(output.get("data", {}).get("text/plain", "")))
-    return bare("\n".join(parts))
 
 
 WITH_SOLUTIONS = [name for name in notebooks() if has_solutions(name)]
@@ -544,35 +437,24 @@ WITH_SOLUTIONS = [name for name in notebooks() if has_solutions(name)]
 
 @pytest.mark.parametrize("name", WITH_SOLUTIONS or ["（没有解答）"])
 def test_no_answer_is_visible_before_a_click(open_lab, name):
-    """打开时每个解答都折着，它的任何一行都不在看得到的文字里；点开第一个之后它出现。"""
+    """JupyterLab 把解答渲染成折着的 <details>（解答只在折叠的块里：tests/book/test_edition.py）；点开第一个，它出现。"""
     lab = open_notebook(open_lab, name, kernel=False, among=WITH_SOLUTIONS)
     page = lab.page
     answers = folded_answers(page)
     assert answers and not any(a["open"] for a in answers), answers[:2]
-    shown = visible_text(page)
-    outside = text_outside_folds(name)  # 与正文相同的行（torch.manual_seed(0)……）不算泄露
-    leaked = [
-        line
-        for a in answers
-        for line in a["lines"]
-        if bare(line) in shown and bare(line) not in outside
-    ]
-    assert not leaked, f"点开之前就看得到的答案：{leaked[:3]}"
-    # 点开第一个：它的文字出现（检查本身看得见答案）
     summary = page.locator(".jp-RenderedMarkdown details > summary", has_text="的解答").first
     summary.scroll_into_view_if_needed()
     shoot = name.startswith("ch05")
     if shoot:
-        screenshot(page, f"solution-{Path(name).stem}-folded.png")
+        screenshot(page, f"jupyterlab/solution-{Path(name).stem}-folded.png")
     summary.click()
     page.wait_for_timeout(300)
     assert folded_answers(page)[0]["open"]
-    # 点开后答案看得到：innerText（只含显示出来的文字）比摘要长（公式的文字在 textContent 与 innerText
-    # 里写法不同，所以不逐行比较）
-    opened = summary.locator("xpath=..").inner_text()
-    assert len(bare(opened)) > len(bare(answers[0]["summary"])) + 20, opened
+    # 点开后答案看得到：innerText（只含显示出来的文字）比摘要长
+    opened = re.sub(r"\s+", "", summary.locator("xpath=..").inner_text())
+    assert len(opened) > len(re.sub(r"\s+", "", answers[0]["summary"])) + 20, opened
     if shoot:
-        screenshot(page, f"solution-{Path(name).stem}-open.png")
+        screenshot(page, f"jupyterlab/solution-{Path(name).stem}-open.png")
     assert_no_javascript_errors(lab)
 
 
@@ -653,5 +535,5 @@ def test_section_references_land_on_their_heading(open_lab):
             page.wait_for_timeout(800)
             state = heading_in_view(page, anchor)
         assert state["found"] and state["inView"], f"{href}: {state}"
-    screenshot(page, "reference-landed.png")
+    screenshot(page, "jupyterlab/reference-landed.png")
     assert_no_javascript_errors(lab)

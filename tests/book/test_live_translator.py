@@ -3,9 +3,10 @@
 - 分词：用 node 运行网页上的 segment，在全部语料（训练 + 验证 + 测试）上与语料的 jieba 分词器（corpus.corpus_tokenizer）逐句相同；
 - 报错：不认识的词，消息与 Translator.tokenize（命令行打印的）一字不差；
 - 拼句：网页上的 detokenize 与 detokenize_en 相同；热力图的色标与 matplotlib 的 viridis 相同；
-- 解码：网页上唯一的一份贪心解码与束搜索（greedyDecode、beamSearch，网页翻译器与各章的检查器共用）
-  在 Python 记下的每个前缀的 logits 上，与 greedy_decode、beam_search 选出同样的词元、同样的对数概率和得分；
-- 网站：模型（半精度的权重、词表、语法）与脚本不超过 BUDGET，只有第 8 章的页面引用它们，网站上的模型等于随包权重的新导出。
+- 束搜索：网页上唯一的一份 beamSearch（网页翻译器与各章的检查器共用）在 Python 记下的每个前缀的 logits 上，
+  与 beam_search 选出同样的词元、同样的对数概率和得分（贪心解码在真的前向上核对：test_page_forward.py）；
+- 网站：模型与脚本不超过 BUDGET，网站上的模型等于随包权重的新导出；翻译器与写诗器的模型只有自己那一章引用，
+  页面上写的下载大小就是网站里模型文件的大小。
 
 前向（transformer.js）与包的核对见 tests/book/test_page_forward.py。
 
@@ -19,7 +20,6 @@ import re
 import matplotlib
 import pytest
 
-from tests.kit import ROOT
 from tinyformer.text import (
     ATTACH_LEFT,
     SENTENCE_END,
@@ -33,8 +33,6 @@ from tinyformer.translation.corpus import PROPER_NOUNS, corpus_tokenizer, genera
 from tinyformer.translation.pretrained import load_translator
 
 BUDGET = 1_700_000  # 字节：模型（权重、词表、语法）与网页翻译器的脚本
-# 这些路径只许出现在第 8 章的页面里
-ASSET_DIRS = ("translator_model", "live_translator")
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +59,9 @@ def test_browser_segmentation_equals_jieba_on_the_whole_corpus(node, words):
     assert different == []
 
 
-@pytest.mark.parametrize(
-    "sentence",
-    [
+def test_the_page_says_what_the_cli_says_about_a_sentence(node, translator, words):
+    """不认识的词、太长、空的句子：网页的消息与命令行的中文消息逐字相同；认识的句子两边都没有消息。"""
+    sentences = [
         "我明天在广州看小说。",
         "我爱北京天安门。",
         "我们明天在学校吃汉堡。",
@@ -72,35 +70,21 @@ def test_browser_segmentation_equals_jieba_on_the_whole_corpus(node, words):
         "我明天去北京。" * 20,  # 140 个词，超过 max_len
         "我明天去北京。" * 700,  # 4900 个字：曾让 onnxruntime-web 出错、页面留着上一句的译文
         "-我明天去北京。",
-    ],
-    ids=[
-        "unknown-place",
-        "unknown-verb",
-        "unknown-food",
-        "empty",
-        "blank",
-        "too-long",
-        "5000",
-        "dash",
-    ],
-)
-def test_unknown_words_get_the_clis_message(node, translator, words, sentence):
-    with pytest.raises(ValueError) as info:
-        translator.tokenize(sentence)
-    message = node(
-        "return m.unknownMessage(data.s, m.segment(data.s, new Set(data.words)), new Set(data.words),"
-        " data.n);",
-        {"s": sentence, "words": words, "n": translator.model.config.max_len},
+        "我的朋友明天在图书馆看小说吗？",  # 认识的
+    ]
+    messages = node(
+        "const known = new Set(data.words);"
+        "return data.ss.map((s) => m.unknownMessage(s, m.segment(s, known), known, data.n));",
+        {"ss": sentences, "words": words, "n": translator.model.config.max_len},
     )
-    assert message == cli.cannot_translate(sentence, info.value)  # 中文，与命令行逐字相同
-
-
-def test_known_sentences_get_no_message(node, words):
-    message = node(
-        "return m.unknownMessage(data.s, m.segment(data.s, new Set(data.words)), new Set(data.words));",
-        {"s": "我的朋友明天在图书馆看小说吗？", "words": words},
-    )
-    assert message is None
+    for sentence, message in zip(sentences, messages, strict=True):
+        try:
+            translator.tokenize(sentence)
+            expected = None
+        except ValueError as error:
+            expected = cli.cannot_translate(sentence, error)
+        assert message == expected, sentence[:40]
+    assert messages[-1] is None and None not in messages[:-1]
 
 
 def test_python_repr_of_strings(node):
@@ -138,8 +122,10 @@ def test_heatmap_colours_are_matplotlibs_viridis(node):
         )
 
 
-def test_model_and_scripts_fit_the_budget_and_load_only_on_chapter_8(site):
-    files = [p for d in ASSET_DIRS for p in (site / "_static" / d).iterdir()]
+def test_model_and_scripts_fit_the_budget(site):
+    files = [
+        p for d in ("translator_model", "live_translator") for p in (site / "_static" / d).iterdir()
+    ]
     names = {p.name for p in files}
     assert names == {
         "translator.safetensors",
@@ -151,25 +137,39 @@ def test_model_and_scripts_fit_the_budget_and_load_only_on_chapter_8(site):
     assert not (site / "_static" / "onnxruntime-web").exists()  # 网站不再带 WebAssembly 运行时
     total = sum(p.stat().st_size for p in files)
     assert total <= BUDGET, f"{total / 2**20:.2f} MiB"
-    # 第 8 章的页面引用它们；有检查器（_ext/inspector.py）的页面只在 data- 属性里写它们的地址，
-    # 读者打开检查器时才加载（tests/book/test_inspector.py 量打开前后加载的字节）；第 9 章的写诗器同样
-    # 只在 data- 属性里写共用脚本的地址，读者按下“写诗”才加载（tests/book/test_poem_writer.py）
-    inspector = re.compile(r'<details class="tf-inspector"[^>]*>|<div class="poem-writer"[^>]*>')
-    pages = {p: inspector.sub("", p.read_text(encoding="utf-8")) for p in site.rglob("*.html")}
+
+
+# 网页上运行的模型：页面 -> (只许它引用的文件夹, 页面上写的下载大小, 模型的文件夹)
+MODELS = {
+    "chapters/ch08_translation": (
+        ("translator_model", "live_translator"),
+        r"下载模型（约 ([\d.]+) MB",
+        "translator_model",
+    ),
+    "chapters/ch09_gpt_poetry": (
+        ("poem_model", "poem_writer"),
+        r"模型约 ([\d.]+) MB",
+        "poem_model",
+    ),
+}
+
+
+@pytest.mark.parametrize("page", MODELS)
+def test_only_its_chapter_references_a_model_and_states_its_size(site, page):
+    folders, stated, model = MODELS[page]
+    # 有检查器（_ext/inspector.py）的页面与第 9 章的写诗器只在 data- 属性里写模型与共用脚本的地址，读者
+    # 打开检查器、按下“写诗”时才加载（tests/book/test_inspector.py 量加载前后的文件）
+    lazy = re.compile(r'<details class="tf-inspector"[^>]*>|<div class="poem-writer"[^>]*>')
+    texts = {p: lazy.sub("", p.read_text(encoding="utf-8")) for p in site.rglob("*.html")}
     referencing = sorted(
-        str(page.relative_to(site))
-        for page, text in pages.items()
-        if any(f"_static/{d}/" in text for d in ASSET_DIRS)
+        str(p.relative_to(site))
+        for p, text in texts.items()
+        if any(f"_static/{d}/" in text for d in folders)
     )
-    assert referencing == ["chapters/ch08_translation.html"]
-
-
-def test_the_stated_download_size_is_the_sites(site):
-    """页面在加载之前写着要下载多少：就是网站里模型文件（权重、词表、语法）的大小。"""
-    html = (site / "chapters" / "ch08_translation.html").read_text(encoding="utf-8")
-    stated = float(re.search(r"下载模型（约 ([\d.]+) MB", html).group(1))
-    model = sum(p.stat().st_size for p in (site / "_static" / "translator_model").iterdir())
-    assert stated == round(model / 1e6, 1)
+    assert referencing == [f"{page}.html"]
+    html = (site / f"{page}.html").read_text(encoding="utf-8")
+    size = sum(p.stat().st_size for p in (site / "_static" / model).iterdir())
+    assert float(re.search(stated, html).group(1)) == round(size / 1e6, 1)
 
 
 def test_the_sites_model_is_a_fresh_export_of_the_shipped_weights(site, translator, tmp_path):
@@ -185,16 +185,10 @@ def test_the_sites_model_is_a_fresh_export_of_the_shipped_weights(site, translat
 
 def test_browser_grammar_check_equals_in_grammar(node, translator, words, tmp_path):
     # issue 26：网页翻译器也要说出"这句话的句型不在训练语料里"，判断与 tinyformer.translation.corpus.in_grammar 相同
-    import importlib.util
-
+    from _ext.live_translator import write_grammar
     from tinyformer.translation.corpus import OUT_OF_GRAMMAR, in_grammar
 
-    spec = importlib.util.spec_from_file_location(
-        "live_translator", ROOT / "_ext" / "live_translator.py"
-    )
-    extension = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(extension)
-    extension.write_grammar(translator, tmp_path / "grammar.json")
+    write_grammar(translator, tmp_path / "grammar.json")
     grammar = json.loads((tmp_path / "grammar.json").read_text())
     assert grammar["notice"] == OUT_OF_GRAMMAR
     assert (tmp_path / "grammar.json").stat().st_size < 200_000
@@ -249,11 +243,6 @@ STEP_FROM_TABLE = (
 )
 
 
-def run_decoder_js(node, expression, data):
-    """在 node 里对 data 求 expression（一个 Promise）的值；step 是 STEP_FROM_TABLE。"""
-    return node(f"const step = {STEP_FROM_TABLE};\nreturn await ({expression});", data)
-
-
 def decoding_cases():
     """(名字, 模型, 源句 (1, S), bos, eos, max_len)：随包的翻译器与真句子，以及几个未训练的极小模型。"""
     import torch
@@ -269,21 +258,6 @@ def decoding_cases():
         yield f"tiny-{seed}", tiny_transformer(seed), torch.tensor([[5, 6, 7, 8]]), 1, 2, 8
 
 
-def test_browser_greedy_decode_equals_greedy_decode(node, monkeypatch):
-    from tinyformer.decoding import greedy_decode
-
-    for name, model, src, bos, eos, max_len in decoding_cases():
-        expected, table = recorded_logits(monkeypatch, greedy_decode, model, src, bos, eos, max_len)
-        web = run_decoder_js(
-            node,
-            "m.greedyDecode({ step, bos: data.bos, eos: data.eos, maxLen: data.maxLen })"
-            ".then((r) => ({ ids: r.ids, steps: r.steps.length }))",
-            {"table": table, "bos": bos, "eos": eos, "maxLen": max_len},
-        )
-        assert web["ids"] == expected[0].tolist(), name
-        assert web["steps"] == len(table), name  # 每步一个新前缀
-
-
 @pytest.mark.parametrize("beam_size, alpha", [(1, 0.6), (2, 0.6), (4, 0.6), (3, 0.0), (5, 1.5)])
 def test_browser_beam_search_equals_beam_search(node, monkeypatch, beam_size, alpha):
     import torch
@@ -295,10 +269,12 @@ def test_browser_beam_search_equals_beam_search(node, monkeypatch, beam_size, al
         expected, table = recorded_logits(
             monkeypatch, beam_search, model, src, bos, eos, beam_size, max_len, alpha
         )
-        web = run_decoder_js(
-            node,
-            "m.beamSearch({ step, bos: data.bos, eos: data.eos, pad: data.pad, maxLen: data.maxLen,"
-            " beamSize: data.k, alpha: data.alpha })",
+        web = node(
+            f"const step = {STEP_FROM_TABLE};"
+            "return await Promise.all([m.beamSearch({ step, bos: data.bos, eos: data.eos, pad: data.pad,"
+            " maxLen: data.maxLen, beamSize: data.k, alpha: data.alpha }), data.k === 1"
+            " ? m.greedyDecode({ step, bos: data.bos, eos: data.eos, maxLen: data.maxLen }) : null])"
+            ".then(([beam, greedy]) => ({ ...beam, greedy: greedy && greedy.ids }))",
             {
                 "table": table,
                 "bos": bos,
@@ -330,8 +306,9 @@ def test_browser_beam_search_equals_beam_search(node, monkeypatch, beam_size, al
                 assert h["logProb"] == pytest.approx(log_prob, rel=1e-5, abs=1e-5)
                 score = log_prob / float(length_penalty(length, alpha))
                 assert h["score"] == pytest.approx(score, rel=1e-5, abs=1e-5)
-        if beam_size == 1:  # 束宽 1 与贪心相同（同 beam_search 的文档）
-            assert web["best"]["ids"] == greedy_decode(model, src, bos, eos, max_len)[0].tolist()
+        if beam_size == 1:  # 束宽 1 与贪心相同（同 beam_search 的文档），网页的 greedyDecode 也一样
+            greedy = greedy_decode(model, src, bos, eos, max_len)[0].tolist()
+            assert web["best"]["ids"] == web["greedy"] == greedy, name
 
 
 def test_browser_decoders_name_a_bad_argument(node):

@@ -18,10 +18,6 @@ WIDTH = FORMAT.line_length()
 NOTEBOOKS = sorted((ROOT / "chapters").glob("*.ipynb"))
 RICH = {"text/html", "text/markdown", "text/latex", "image/png", "image/svg+xml"}
 
-# 其他会话正在改写的两章：输出的宽度由合并之后重新执行时修好（见 tools/format_notebooks.py 的说明）。
-# 修好后这里的 xfail 变成 XPASS 而失败，提醒把它们删掉。
-OUTPUTS_LEFT: set[str] = set()
-
 
 def code_cells(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
@@ -59,16 +55,7 @@ def test_code_fits_the_column(path):
     assert wide == [], f"超过 {WIDTH} 列（python -m tools.format_notebooks 排版）：{wide}"
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="合并后修"))
-        if p.stem in OUTPUTS_LEFT
-        else p
-        for p in NOTEBOOKS
-    ],
-    ids=lambda p: p.stem,
-)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_outputs_fit_the_column(path):
     wide = [
         (n, line)

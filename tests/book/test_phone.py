@@ -10,7 +10,7 @@
   ``_ext/first_screen.py`` 连成的样式表和 1 KB 的 documentation_options.js，不加载 MathJax（公式在构建时排好，
   ``_ext/static_math.py``），图片懒加载，远处的块先不排版（content-visibility），HTML 与样式表压缩后
   不超过 ``FIRST_SCREEN_BUDGET``；两章代表页由 Lighthouse（``tests/browser_tools`` 里固定版本的 npm 包）
-  再查一遍这些审计项，并要 Accessibility 100、SEO ≥ 95。
+  查字体、最大的元素、强制排版几项审计，并要 Accessibility 100、SEO ≥ 95。
 
 Lighthouse 的 Performance 分数依赖 CPU（它按观测到的时间线模拟 4 倍减速，别的进程抢 CPU 时 TBT 虚高），
 由 ``benchmarks/lighthouse_mobile.py`` 量，不进测试。
@@ -25,8 +25,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.book import test_browser
-from tests.book.test_browser import PAGES, Visit, scroll_to
+from tests.book.conftest import screenshot, scroll_to
+from tests.book.test_browser import EXPLORER_PAGES, PAGES
 from tests.kit import ROOT, SITE, skip_or_fail
 
 pytestmark = pytest.mark.browser
@@ -36,7 +36,6 @@ AXE = TOOLS / "node_modules" / "axe-core" / "axe.min.js"
 PHONE = {"width": 390, "height": 844}
 COLUMN = 358  # 390 px 的屏幕上正文栏的宽度
 CHAPTERS = [p for p in PAGES if p.startswith("chapters/ch")]
-EXPLORER_PAGES = test_browser.EXPLORER_PAGES + ["chapters/ch09_gpt_poetry"]
 TABS_TO_EXPLORER = 180  # 1280 px 上第 5 章：修好之前 316 下（其中 160 个是公式）
 
 
@@ -51,10 +50,16 @@ def axe_source() -> str:
     return AXE.read_text(encoding="utf-8")
 
 
-def phone(browser, server, name, color_scheme="light"):
-    v = Visit(browser, f"{server}/{name}.html", viewport=PHONE, color_scheme=color_scheme)
-    wait_for_tab_stops(v.page)
-    return v
+@pytest.fixture
+def phone(open_page):
+    """``phone(name, color_scheme)``：390 px 宽打开一章，等页面量完 Tab 键的停靠点。"""
+
+    def open_(name, color_scheme="light"):
+        v = open_page(f"{name}.html", viewport=PHONE, color_scheme=color_scheme)
+        wait_for_tab_stops(v.page)
+        return v
+
+    return open_
 
 
 def wait_for_tab_stops(page):
@@ -67,36 +72,21 @@ def wait_for_tab_stops(page):
     )
 
 
-SERIOUS = """async () => {
+VIOLATIONS = """async (impacts) => {
   const result = await axe.run(document, {resultTypes: ["violations"]});
-  return result.violations.filter((v) => ["serious", "critical"].includes(v.impact))
+  return result.violations.filter((v) => !impacts || impacts.includes(v.impact))
     .map((v) => `${v.id}: ${v.nodes.length} × ${v.nodes[0].target.join(" ")}`);
 }"""
 
 
 @pytest.mark.parametrize("mode", ["light", "dark"])
-@pytest.mark.parametrize("name", CHAPTERS)
-def test_axe_finds_nothing_serious(browser, server, name, mode):
-    v = phone(browser, server, name, mode)
-    try:
-        v.page.add_script_tag(content=axe_source())
-        assert v.page.evaluate(SERIOUS) == []
-    finally:
-        v.close()
-
-
-def test_axe_finds_nothing_at_all_on_the_references_page(browser, server):
-    """参考文献页的每条是列表项（_ext/bib_labels.py），axe 的全部规则、任何严重程度都不报。"""
-    v = phone(browser, server, "chapters/appendix_references")
-    try:
-        v.page.add_script_tag(content=axe_source())
-        found = v.page.evaluate(
-            "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
-            ".map((v) => `${v.id}: ${v.nodes.length}`)"
-        )
-        assert found == []
-    finally:
-        v.close()
+@pytest.mark.parametrize("name", [*CHAPTERS, "chapters/appendix_references"])
+def test_axe_finds_nothing_serious(phone, name, mode):
+    """参考文献页的每条是列表项（_ext/bib_labels.py）：那里 axe 任何严重程度的都不报。"""
+    v = phone(name, mode)
+    v.page.add_script_tag(content=axe_source())
+    impacts = None if name.endswith("references") else ["serious", "critical"]
+    assert v.page.evaluate(VIOLATIONS, impacts) == []
 
 
 FITS = """(el) => {
@@ -108,37 +98,28 @@ FITS = """(el) => {
 }"""
 
 
-@pytest.mark.parametrize("name", EXPLORER_PAGES)
-def test_explorers_fit_a_phone_column(browser, server, name):
-    v = phone(browser, server, name)
-    try:
-        page = v.page
-        charts = page.locator("div.tinyformer-vega")
-        assert charts.count() >= 1
-        for index in range(charts.count()):
-            scroll_to(charts.nth(index))  # 图快进入视野时才画
-            page.wait_for_function(
-                "(i) => document.querySelectorAll('div.tinyformer-vega')[i].dataset.rendered",
-                arg=index,
-            )
-            assert charts.nth(index).evaluate("(el) => el.clientWidth") <= COLUMN + 1
-            for box in charts.nth(index).evaluate(FITS):
-                assert box["left"] >= -1 and box["right"] >= -1, (index, box)
-            # 读屏软件读到的是中文说明，不是默认的“Vega visualization”
-            label = charts.nth(index).locator("[aria-label]").first.get_attribute("aria-label")
-            assert label and label.startswith("交互图"), label
-        assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
-        if name.endswith("ch05_attention"):
-            charts.first.screenshot(path=_screenshot("phone-ch05-explorer.png"))
-        assert v.errors == [] and v.failed == []
-    finally:
-        v.close()
-
-
-def _screenshot(name):
-    folder = ROOT / "_build" / "screenshots"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / name
+@pytest.mark.parametrize("name", [*EXPLORER_PAGES, "chapters/ch09_gpt_poetry"])
+def test_explorers_fit_a_phone_column(phone, name):
+    v = phone(name)
+    page = v.page
+    charts = page.locator("div.tinyformer-vega")
+    assert charts.count() >= 1
+    for index in range(charts.count()):
+        scroll_to(charts.nth(index))  # 图快进入视野时才画
+        page.wait_for_function(
+            "(i) => document.querySelectorAll('div.tinyformer-vega')[i].dataset.rendered",
+            arg=index,
+        )
+        assert charts.nth(index).evaluate("(el) => el.clientWidth") <= COLUMN + 1
+        for box in charts.nth(index).evaluate(FITS):
+            assert box["left"] >= -1 and box["right"] >= -1, (index, box)
+        # 读屏软件读到的是中文说明，不是默认的“Vega visualization”
+        label = charts.nth(index).locator("[aria-label]").first.get_attribute("aria-label")
+        assert label and label.startswith("交互图"), label
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    if name.endswith("ch05_attention"):
+        screenshot(charts.first, "phone-ch05-explorer.png")
+    v.assert_clean()
 
 
 FOCUSED = """() => {
@@ -168,56 +149,40 @@ def tab_through(page, limit, until_explorer=True):
     return stops
 
 
-def test_keyboard_reaches_the_first_explorer_without_stopping_at_formulas(browser, server):
-    v = Visit(browser, f"{server}/chapters/ch05_attention.html")  # 1280 px：公式都不用横向滚动
-    try:
-        page = v.page
-        wait_for_tab_stops(page)
-        scroll_to(page.locator("div.tinyformer-vega").first)
-        page.wait_for_function(
-            "() => document.querySelector('div.tinyformer-vega').dataset.rendered"
-        )
-        stops = tab_through(page, TABS_TO_EXPLORER)
-        assert stops[-1]["explorer"], f"按了 {len(stops)} 下 Tab 还没到探索器"
-        assert [s for s in stops if s["formula"]] == []
-        assert [s["tag"] for s in stops if not s["ring"]] == [], "这些元素拿到焦点时没有焦点框"
-    finally:
-        v.close()
+def test_keyboard_reaches_the_first_explorer_without_stopping_at_formulas(open_page):
+    page = open_page("chapters/ch05_attention.html").page  # 1280 px：公式都不用横向滚动
+    wait_for_tab_stops(page)
+    scroll_to(page.locator("div.tinyformer-vega").first)
+    page.wait_for_function("() => document.querySelector('div.tinyformer-vega').dataset.rendered")
+    stops = tab_through(page, TABS_TO_EXPLORER)
+    assert stops[-1]["explorer"], f"按了 {len(stops)} 下 Tab 还没到探索器"
+    assert [s for s in stops if s["formula"]] == []
+    assert [s["tag"] for s in stops if not s["ring"]] == [], "这些元素拿到焦点时没有焦点框"
 
 
-def test_closed_drawers_take_no_focus_on_a_phone(browser, server):
-    v = phone(browser, server, "chapters/ch05_attention")
-    try:
-        stops = tab_through(v.page, 300, until_explorer=False)
-        stops = [s for s in stops if s["tag"] != "BODY"]  # 走到页尾，焦点回到页面本身
-        assert [s for s in stops if s["drawer"] or not s["visible"]] == []
-        assert [s["tag"] for s in stops if not s["ring"]] == []
-    finally:
-        v.close()
+def test_closed_drawers_take_no_focus_on_a_phone(phone):
+    stops = tab_through(phone("chapters/ch05_attention").page, 300, until_explorer=False)
+    stops = [s for s in stops if s["tag"] != "BODY"]  # 走到页尾，焦点回到页面本身
+    assert [s for s in stops if s["drawer"] or not s["visible"]] == []
+    assert [s["tag"] for s in stops if not s["ring"]] == []
 
 
-def test_translator_heatmap_fits_a_phone_column(browser, server):
-    v = phone(browser, server, "chapters/ch08_translation")
-    try:
-        page = v.page
-        root = page.locator(".live-translator")
-        assert root.locator("input").is_enabled()  # 模型加载时文本框也能聚焦
-        scroll_to(root)
-        page.wait_for_function(
-            "() => document.querySelector('.live-translator').dataset.state === 'done'",
-            timeout=120_000,
-        )
-        svg = root.locator("svg")
-        assert svg.get_attribute("viewBox")
-        box, column = svg.bounding_box(), root.bounding_box()
-        assert (
-            box["x"] >= column["x"] - 1
-            and box["x"] + box["width"] <= column["x"] + column["width"] + 1
-        )
-        assert root.locator(".lt-output").get_attribute("aria-live") == "polite"
-        root.screenshot(path=_screenshot("phone-ch08-translator.png"))
-    finally:
-        v.close()
+def test_translator_heatmap_fits_a_phone_column(phone):
+    page = phone("chapters/ch08_translation").page
+    root = page.locator(".live-translator")
+    assert root.locator("input").is_enabled()  # 模型加载时文本框也能聚焦
+    scroll_to(root)
+    page.wait_for_function(
+        "() => document.querySelector('.live-translator').dataset.state === 'done'",
+        timeout=120_000,
+    )
+    svg = root.locator("svg")
+    assert svg.get_attribute("viewBox")
+    box, column = svg.bounding_box(), root.bounding_box()
+    assert box["x"] >= column["x"] - 1
+    assert box["x"] + box["width"] <= column["x"] + column["width"] + 1
+    assert root.locator(".lt-output").get_attribute("aria-live") == "polite"
+    screenshot(root, "phone-ch08-translator.png")
 
 
 # 第一屏之前要下载的：HTML 与阻塞渲染的样式表，gzip 之后（像开着压缩的托管）。最重的第 5 章 174 KB
@@ -245,12 +210,8 @@ FIRST_SCREEN = """() => {
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_the_first_screen_waits_only_for_the_page_and_one_stylesheet(browser, server, site, name):
-    v = phone(browser, server, name)
-    try:
-        seen = v.page.evaluate(FIRST_SCREEN)
-    finally:
-        v.close()
+def test_the_first_screen_waits_only_for_the_page_and_one_stylesheet(phone, site, name):
+    seen = phone(name).page.evaluate(FIRST_SCREEN)
     stylesheets = [path for path in seen["blocking"] if path not in IMMEDIATE]
     assert len(stylesheets) == 1 and "/_static/bundle-" in stylesheets[0], seen["blocking"]
     assert [path for path in seen["requests"] if "/mathjax/" in path and path.endswith(".js")] == []
@@ -286,15 +247,7 @@ def test_lighthouse_audits_that_do_not_depend_on_cpu_speed(site, name):
     finally:
         gzip_server.shutdown()
     audits = result["audits"]
-    blocking = [
-        urlparse(item["url"]).path
-        for item in audits["render-blocking-resources"]["details"].get("items", [])
-    ]
-    assert [
-        path for path in blocking if "/_static/bundle-" not in path and path not in IMMEDIATE
-    ] == []
-    requests = [urlparse(i["url"]).path for i in audits["network-requests"]["details"]["items"]]
-    assert not any("/mathjax/" in path and path.endswith(".js") for path in requests)
+    # 阻塞渲染的文件、不加载 MathJax：test_the_first_screen_waits_only_for_the_page_and_one_stylesheet 在每章量
     assert audits["font-display"]["score"] == 1  # 公式的字体到之前先用本机字体画
     assert audits["lcp-lazy-loaded"]["score"] in (1, None)  # 最大的元素不是等懒加载的图
     # 页面自己的脚本打开时不逼浏览器排版远处的节（_ext/page_scripts.py 的 SCROLLABLE 只量排好了的元素）

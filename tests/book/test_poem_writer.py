@@ -1,18 +1,14 @@
 """第 9 章网页上的写诗器（_ext/poem_writer.py、_static_ch09/poem_writer/poem_writer.js）在无头 Chromium 里。
 
 - 贪心：``window.tinyformerPoem({prefix 或 acrostic, greedy: true})`` 写出的诗与 Python 的
-  ``tinyformer.poetry.sampling.write(..., greedy=True)`` 逐字相同（3 个开头 + 1 首藏头诗），每步的候选字相同，
-  概率与 Python 的相差 ≤ PROB_TOL；
+  ``tinyformer.poetry.sampling.write(..., greedy=True)`` 逐字相同，每步的候选字相同，概率相差 ≤ PROB_TOL；
 - 采样：网页用自己的种子（同一个种子写出同一首诗），每一步的候选与概率就是 Python 在同一个前缀上、同样的
-  温度 / top-k / top-p 下 ``next_distribution`` 给出的（字相同，概率相差 ≤ PROB_TOL，留下的字数相同）；
-- 按下“写诗”之前不请求模型与共用脚本（滚进视野、把焦点移进文本框都不算），页面打开时的字节 ≤ 4 MB；
-  按下之后才加载；页面上写的下载大小就是网站里文件的大小；
-- 390 px 宽时控件不横向溢出；每个控件都能用 Tab 走到，回车写诗；
-- 截图（桌面 1366 px、手机 390 px，浅色、深色）存到 _build/screenshots/poem_writer_*.png。
+  温度 / top-k / top-p 下 ``next_distribution`` 给出的；
+- 每个控件都能用 Tab 走到、回车写诗；各种宽度与配色下不横向溢出。按下“写诗”之前不加载模型：
+  tests/book/test_inspector.py；下载大小与只有本章引用它：tests/book/test_live_translator.py。
 
 网页的权重是半精度的：参照是把权重舍入到 float16 的包（tests.kit.rounded_to_half）。
 PROB_TOL：网页的前向（transformer.js）与 torch 的 logits 只差 float32 的求和顺序，概率相差远小于 1e-4。
-需要构建好的网站与 Debian 的 chromium；缺少时跳过，CI=true 时失败（同 tests/book/test_browser.py）。
 """
 
 import re
@@ -20,8 +16,8 @@ import re
 import pytest
 import torch
 
-from tests.book import test_inspector
-from tests.kit import ROOT, rounded_to_half
+from tests.book.conftest import Visit, screenshot
+from tests.kit import rounded_to_half
 from tinyformer.poetry.pretrained import load_model
 from tinyformer.poetry.sampling import next_distribution, write
 
@@ -29,48 +25,28 @@ pytestmark = pytest.mark.browser
 
 PAGE = "chapters/ch09_gpt_poetry"
 WIDGET = ".poem-writer"
-SCREENSHOTS = ROOT / "_build" / "screenshots"
 PROB_TOL = 1e-4
 SHOW = 5  # 每步列出的候选数（poet.json 的 show）
-BEFORE_INTERACTION = 4_000_000  # 字节：页面打开时（写诗器还没加载）
-HEAVY = ("poem_model", "live_translator")
-PREFIXES = ["白日依山尽，", "春眠不觉晓，", "床前明月光，"]
 ACROSTIC = "春夏秋冬"
-SAMPLING = [  # (温度, top-k, top-p, 种子)
-    (0.8, 20, 0.9, 0),
-    (1.3, None, 0.8, 1),
-    (0.6, 5, None, 2),
-    (1.0, None, None, 3),
+SAMPLING = [  # (开头或藏头, 温度, top-k, top-p, 种子)
+    ({"prefix": "白日"}, 0.8, 20, 0.9, 0),
+    ({"prefix": "白日"}, 1.3, None, 0.8, 1),
+    ({"prefix": "白日"}, 0.6, 5, None, 2),
+    ({"prefix": "白日"}, 1.0, None, None, 3),
+    ({"acrostic": "风花雪月"}, 1.0, None, 0.9, 5),
 ]
 
 
-class Page(test_inspector.Page):
-    def write_on_page(self):
-        """按下“写诗”，等它写完。"""
-        self.page.click(f"{WIDGET} .pw-run")
-        self.wait_done()
-
-    def wait_done(self):
-        self.page.wait_for_function(
-            f"() => ['done', 'error'].includes(document.querySelector('{WIDGET}').dataset.state)",
-            timeout=120_000,
-        )
-        assert self.page.locator(WIDGET).get_attribute("data-state") == "done", (
-            self.page.inner_text(f"{WIDGET} .pw-status")
-        )
-
-
-@pytest.fixture
-def open_page(chromium, server):
-    pages = []
-
-    def open_(**context):
-        pages.append(Page(chromium, f"{server}/{PAGE}.html", **context))
-        return pages[-1]
-
-    yield open_
-    for p in pages:
-        p.context.close()
+def write_on_page(page):
+    """按下“写诗”，等它写完。"""
+    page.click(f"{WIDGET} .pw-run")
+    page.wait_for_function(
+        f"() => ['done', 'error'].includes(document.querySelector('{WIDGET}').dataset.state)",
+        timeout=120_000,
+    )
+    assert page.locator(WIDGET).get_attribute("data-state") == "done", page.inner_text(
+        f"{WIDGET} .pw-status"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +57,10 @@ def shipped():
 
 @pytest.fixture(scope="module")
 def shared_page(chromium, server):
-    page = Page(chromium, f"{server}/{PAGE}.html")
-    yield page
-    page.context.close()
+    """一页给只调用 ``window.tinyformerPoem`` 的测试共用（模型只加载一次）。"""
+    context = chromium.new_context()
+    yield Visit(context, f"{server}/{PAGE}.html").page
+    context.close()
 
 
 def reference_step(model, vocab, text_before, acrostic, settings):
@@ -120,120 +97,58 @@ def check_steps(web, model, vocab, prefix, acrostic, settings):
     return worst
 
 
-@pytest.mark.parametrize("prefix", PREFIXES)
-def test_greedy_poems_equal_pythons(shared_page, shipped, prefix):
+@pytest.mark.parametrize(
+    "start",
+    [{"prefix": p} for p in ["白日依山尽，", "春眠不觉晓，", "床前明月光，"]]
+    + [{"acrostic": ACROSTIC}],
+)
+def test_greedy_poems_equal_pythons(shared_page, shipped, start):
     model, vocab = shipped
-    web = shared_page.page.evaluate(
-        "(p) => window.tinyformerPoem({ prefix: p, greedy: true })", prefix
-    )
-    poem = write(model, vocab, prefix, greedy=True)
+    web = shared_page.evaluate("(o) => window.tinyformerPoem(o)", {**start, "greedy": True})
+    poem = write(model, vocab, greedy=True, **start)
+    prefix = start.get("prefix", "")
     assert web["text"] == poem.text
     assert [s["char"] for s in web["steps"]] == list(poem.text[len(prefix) :])
     for step, choices in zip(web["steps"], poem.choices, strict=True):
         assert [ch for ch, _ in step["topk"]] == [ch for ch, _ in choices]
-    assert all(len(s["topk"]) == SHOW for s in web["steps"])
-    check_steps(web, model, vocab, prefix, None, None)
+    if "acrostic" in start:
+        clauses = [c for c in re.split("[，。]", web["text"]) if c]
+        assert [c[0] for c in clauses] == list(ACROSTIC)
+    else:
+        assert all(len(s["topk"]) == SHOW for s in web["steps"])
+    check_steps(web, model, vocab, prefix, start.get("acrostic"), None)
 
 
-def test_greedy_acrostic_equals_pythons(shared_page, shipped):
-    model, vocab = shipped
-    web = shared_page.page.evaluate(
-        "(a) => window.tinyformerPoem({ acrostic: a, greedy: true })", ACROSTIC
-    )
-    poem = write(model, vocab, acrostic=ACROSTIC, greedy=True)
-    assert web["text"] == poem.text
-    clauses = [c for c in re.split("[，。]", web["text"]) if c]
-    assert [c[0] for c in clauses] == list(ACROSTIC)
-    check_steps(web, model, vocab, "", ACROSTIC, None)
-
-
-@pytest.mark.parametrize("temperature, top_k, top_p, seed", SAMPLING)
+@pytest.mark.parametrize("start, temperature, top_k, top_p, seed", SAMPLING)
 def test_sampled_steps_follow_next_distribution(
-    shared_page, shipped, temperature, top_k, top_p, seed
+    shared_page, shipped, start, temperature, top_k, top_p, seed
 ):
     model, vocab = shipped
-    options = {
-        "prefix": "白日",
-        "temperature": temperature,
-        "top_k": top_k,
-        "top_p": top_p,
-        "seed": seed,
-    }
-    web = shared_page.page.evaluate("(o) => window.tinyformerPoem(o)", options)
-    again = shared_page.page.evaluate("(o) => window.tinyformerPoem(o)", options)
+    options = {**start, "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
+    web = shared_page.evaluate("(o) => window.tinyformerPoem(o)", options)
+    again = shared_page.evaluate("(o) => window.tinyformerPoem(o)", options)
     assert again["text"] == web["text"]  # 同一个种子，同一首诗
-    assert web["text"].startswith("白日") and len(web["text"]) > 2
-    check_steps(web, model, vocab, "白日", None, (temperature, top_k, top_p))
+    prefix, acrostic = start.get("prefix", ""), start.get("acrostic")
+    assert web["text"].startswith(prefix) and len(web["text"]) > len(prefix)
+    if acrostic:
+        clauses = [c for c in re.split("[，。]", web["text"]) if c]
+        assert [c[0] for c in clauses] == list(acrostic)
+        assert web["text"][-1] in "，。"
+    check_steps(web, model, vocab, prefix, acrostic, (temperature, top_k, top_p))
     if top_k is not None:
         assert all(s["support"] <= top_k for s in web["steps"])
 
 
-def test_sampled_acrostic_keeps_its_heads(shared_page, shipped):
-    model, vocab = shipped
-    options = {"acrostic": "风花雪月", "temperature": 1.0, "top_p": 0.9, "seed": 5}
-    web = shared_page.page.evaluate("(o) => window.tinyformerPoem(o)", options)
-    clauses = [c for c in re.split("[，。]", web["text"]) if c]
-    assert [c[0] for c in clauses] == list("风花雪月")
-    assert web["text"][-1] in "，。"
-    check_steps(web, model, vocab, "", "风花雪月", (1.0, None, 0.9))
-
-
 def test_unknown_characters_are_named(shared_page):
-    message = shared_page.page.evaluate(
+    message = shared_page.evaluate(
         "() => window.tinyformerPoem({ prefix: 'Hello' }).then(() => 'no error', (e) => e.message)"
     )
     assert message.startswith("这些字不在模型的字表里：Hel")
 
 
-def test_nothing_heavy_loads_before_the_reader_asks(open_page, site):
-    visit = open_page()
-    page = visit.page
-    page.locator(WIDGET).scroll_into_view_if_needed()
-    page.focus(f"{WIDGET} .pw-input")
-    page.keyboard.type("x")  # 焦点在文本框、打字，都还不加载
-    page.wait_for_timeout(500)
-    before = visit.loaded(site)
-    heavy = sorted(
-        str(f.relative_to(site)) for f in before if set(f.relative_to(site).parts) & set(HEAVY)
-    )
-    assert heavy == []
-    weight = sum(f.stat().st_size for f in before)
-    assert weight <= BEFORE_INTERACTION, f"{weight / 1e6:.2f} MB before interaction"
-    page.fill(f"{WIDGET} .pw-input", "白日依山尽，")
-    visit.write_on_page()
-    after = {str(f.relative_to(site)) for f in visit.loaded(site)}
-    assert {"_static/poem_model/poet.safetensors", "_static/poem_model/poet.json"} <= after
-    assert {
-        "_static/live_translator/live_translator.js",
-        "_static/live_translator/transformer.js",
-    } <= after
-    assert visit.errors == [] and visit.failed == [] and visit.external == []
-    (SCREENSHOTS).mkdir(parents=True, exist_ok=True)
-    (SCREENSHOTS / "poem_writer_bytes.txt").write_text(
-        f"before interaction: {weight} bytes\n"
-        f"after: {sum((site / p).stat().st_size for p in after)} bytes\n"
-    )
-
-
-def test_the_stated_download_sizes_are_the_sites(site):
-    html = (site / f"{PAGE}.html").read_text(encoding="utf-8")
-    model_mb = float(re.search(r"模型约 ([\d.]+) MB", html).group(1))
-    model = sum(p.stat().st_size for p in (site / "_static" / "poem_model").iterdir())
-    assert model_mb == round(model / 1e6, 1)
-
-
-def test_only_chapter_9_references_the_poem_writer(site):
-    referencing = sorted(
-        str(page.relative_to(site))
-        for page in site.rglob("*.html")
-        if re.search(r"_static/(poem_model|poem_writer)/", page.read_text(encoding="utf-8"))
-    )
-    assert referencing == [f"{PAGE}.html"]
-
-
 def test_the_page_writes_pythons_greedy_poem_with_the_keyboard(open_page, shipped):
     model, vocab = shipped
-    visit = open_page()
+    visit = open_page(f"{PAGE}.html")
     page = visit.page
     page.focus(f"{WIDGET} .pw-mode-prefix")
     order = []
@@ -254,7 +169,7 @@ def test_the_page_writes_pythons_greedy_poem_with_the_keyboard(open_page, shippe
     page.keyboard.press("Space")  # 勾上“贪心”
     page.focus(f"{WIDGET} .pw-run")
     page.keyboard.press("Enter")
-    visit.wait_done()
+    page.wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.state === 'done'")
     expected = write(model, vocab, "白日依山尽，", greedy=True)
     assert page.inner_text(f"{WIDGET} .pw-poem") == expected.text
     assert page.locator(f"{WIDGET} .pw-poem").get_attribute("aria-live") == "polite"
@@ -264,8 +179,7 @@ def test_the_page_writes_pythons_greedy_poem_with_the_keyboard(open_page, shippe
     # 藏头：选上，文本框换成四个字，写出来每句的头就是它们
     page.check(f"{WIDGET} .pw-mode-acrostic")
     assert page.input_value(f"{WIDGET} .pw-input") == ACROSTIC
-    page.click(f"{WIDGET} .pw-run")
-    visit.wait_done()
+    write_on_page(page)
     assert (
         page.inner_text(f"{WIDGET} .pw-poem")
         == write(model, vocab, acrostic=ACROSTIC, greedy=True).text
@@ -277,10 +191,10 @@ def test_the_page_writes_pythons_greedy_poem_with_the_keyboard(open_page, shippe
     "width, scheme", [(1366, "light"), (1366, "dark"), (390, "light"), (390, "dark")]
 )
 def test_fits_the_width_and_screenshots(open_page, width, scheme):
-    visit = open_page(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    visit = open_page(f"{PAGE}.html", viewport={"width": width, "height": 900}, color_scheme=scheme)
     page = visit.page
     page.check(f"{WIDGET} .pw-greedy")
-    visit.write_on_page()
+    write_on_page(page)
     widths = page.evaluate(
         f"""() => {{ const w = document.querySelector('{WIDGET}');
           const inside = [...w.querySelectorAll('*')].map((e) => e.getBoundingClientRect().right);
@@ -291,6 +205,5 @@ def test_fits_the_width_and_screenshots(open_page, width, scheme):
     assert widths["page"] <= widths["view"], widths
     assert widths["inside"] <= widths["box"] + 1, widths
     assert widths["scroll"] <= widths["client"], widths
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator(WIDGET).screenshot(path=str(SCREENSHOTS / f"poem_writer_{width}_{scheme}.png"))
+    screenshot(page.locator(WIDGET), f"poem_writer_{width}_{scheme}.png")
     assert visit.errors == []

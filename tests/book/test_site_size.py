@@ -10,9 +10,9 @@
 """
 
 import re
-from html.parser import HTMLParser
 
 import pytest
+from bs4 import BeautifulSoup
 
 from _ext.light_pages import REPORT_PAGE, html_pages, page_weight, site_weight, weight_report
 from tests.kit import SITE
@@ -66,32 +66,16 @@ def test_the_appendix_reports_the_measured_weight(site):
 
 
 @pytest.mark.parametrize("name", pages())
-def test_page_with_its_assets_is_within_budget(site, name):
+def test_page_is_light(site, name):
+    """控件管理器（embed.js，1.9 MB）只给网页上真有控件显示的页面加载：只在内核里有用的控件，
+    单元格标为 remove-output，执行时不存控件状态（tools/execute_notebooks.py 的 shows_a_widget）。"""
+    html = (site / name).read_text(encoding="utf-8")
     files = page_weight(site / name, site)
     total = sum(files.values())
     heaviest = sorted(files.items(), key=lambda kv: -kv[1])[:3]
     assert total <= PAGE_BUDGET, f"{name}: {total / 1e6:.2f} MB，最重的 {heaviest}"
-
-
-@pytest.mark.parametrize("name", pages())
-def test_only_pages_that_show_a_widget_load_the_widget_manager(site, name):
-    """控件管理器（embed.js，1.9 MB）只给网页上真有控件显示的页面加载：只在内核里有用的控件，
-    单元格标为 remove-output，执行时不存控件状态（tools/execute_notebooks.py 的 shows_a_widget）。"""
-    html = (site / name).read_text(encoding="utf-8")
-    loads_manager = "_static/html-manager/embed.js" in page_weight(site / name, site)
+    elements = len(BeautifulSoup(html, "html.parser").find_all(True))
+    assert elements <= ELEMENT_BUDGET, f"{name}: {elements} 个元素"
+    loads_manager = "_static/html-manager/embed.js" in files
     shows_widget = 'type="application/vnd.jupyter.widget-view+json"' in html
     assert loads_manager == shows_widget, (name, loads_manager, shows_widget)
-
-
-class _ElementCounter(HTMLParser):
-    count = 0
-
-    def handle_starttag(self, tag, attrs):
-        self.count += 1
-
-
-@pytest.mark.parametrize("name", pages())
-def test_page_has_few_enough_elements(site, name):
-    counter = _ElementCounter()
-    counter.feed((site / name).read_text(encoding="utf-8"))
-    assert counter.count <= ELEMENT_BUDGET, f"{name}: {counter.count} 个元素"

@@ -13,6 +13,7 @@ import re
 import pytest
 from bs4 import BeautifulSoup, NavigableString
 
+from _ext.light_pages import html_pages
 from tests.kit import SITE
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\u3001-\u303f\uff01-\uffef"
@@ -70,16 +71,7 @@ ENGLISH_UI = [
 ]
 
 
-def pages(site):
-    found = sorted(p for p in site.rglob("*.html") if "_static" not in p.parts)
-    assert len(found) > 10
-    return found
-
-
-def html_pages():
-    if not (SITE / "index.html").exists():
-        return []
-    return [p.relative_to(SITE).as_posix() for p in pages(SITE)]
+PAGES = [p.relative_to(SITE).as_posix() for p in html_pages(SITE)] if SITE.exists() else []
 
 
 def article(site, name):
@@ -128,18 +120,18 @@ def test_the_scan_finds_a_space_between_chinese_characters():
     assert len(found) == 2 and all(c == "某个\n代码 单元格，X 的值X。" for c in found)
 
 
-@pytest.mark.parametrize("name", html_pages())
-def test_no_space_between_chinese_characters(site, name):
-    _, root = article(site, name)
-    if root is None:
-        pytest.skip("没有正文")
-    found = [c for run in inline_runs(root) for c in cjk_spaces(run)]
-    assert found == [], f"{name}: {found[:10]}"
-
-
-@pytest.mark.parametrize("name", html_pages())
-def test_interface_is_simplified_chinese(site, name):
+@pytest.mark.parametrize("name", PAGES)
+def test_page_reads_as_a_chinese_book(site, name):
+    """正文里没有“汉字 空白 汉字”；界面文字是简体中文；有网站图标（只是跳转到前言的 index.html 除外）。"""
     text = (site / name).read_text(encoding="utf-8")
+    soup, root = BeautifulSoup(text, "html.parser"), None
+    if not (soup.select_one('meta[http-equiv="Refresh"]') and not soup.select_one("body")):
+        icon = soup.select_one('link[rel~="icon"]')
+        assert icon is not None and (site / name).parent.joinpath(icon["href"]).resolve().is_file()
+        root = soup.select_one("article.bd-article") or soup.select_one("main")
+    if root is not None:
+        found = [c for run in inline_runs(root) for c in cjk_spaces(run)]
+        assert found == [], f"{name}: {found[:10]}"
     # 正文里作者自己写的英文（例如“Contents”出现在代码输出里）不算：只看正文之外，以及属性与按钮
     soup = BeautifulSoup(text, "html.parser")
     main = soup.select_one("article.bd-article")
@@ -147,8 +139,7 @@ def test_interface_is_simplified_chinese(site, name):
         for element in main.select("section, .cell, p, pre, table, dl, ul, ol, div.math"):
             element.decompose()
     interface = str(soup)
-    found = [s for s in ENGLISH_UI if s in interface]
-    assert found == [], f"{name}: {found}"
+    assert [s for s in ENGLISH_UI if s in interface] == [], name
 
 
 def test_punctuation_after_inline_math_stays_with_it(site):
@@ -178,7 +169,7 @@ def test_bibliography_labels_read_like_the_citations(site):
     labels = [label for label in labels if label]
     assert len(labels) >= 10
     cited = set()
-    for path in pages(site):
+    for path in html_pages(site):
         for link in BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser").select(
             'a[href*="appendix_references.html#"], a[href^="#id"]'
         ):
@@ -187,13 +178,3 @@ def test_bibliography_labels_read_like_the_citations(site):
     assert "Vaswani et al., 2017" in labels
     uncited = [label for label in labels if label not in cited]
     assert uncited == [], f"参考文献里这些标签在正文里没有同样写法的引用：{uncited}"
-
-
-@pytest.mark.parametrize("name", html_pages())
-def test_every_page_has_a_favicon(site, name):
-    soup = BeautifulSoup((site / name).read_text(encoding="utf-8"), "html.parser")
-    if soup.select_one('meta[http-equiv="Refresh"]') and not soup.select_one("body"):
-        pytest.skip("只是跳转到前言的页面（index.html），浏览器不会显示它")
-    icon = soup.select_one('link[rel~="icon"]')
-    assert icon is not None, name
-    assert (site / name).parent.joinpath(icon["href"]).resolve().is_file()
