@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.kit, also 
 import tinyformer as tf  # noqa: E402
 from tests.kit import TINY_SRC_VOCAB as SRC_VOCAB  # noqa: E402
 from tests.kit import TINY_TGT_VOCAB as TGT_VOCAB  # noqa: E402
-from tests.kit import (  # noqa: E402  # noqa: E402
+from tests.kit import (  # noqa: E402
     Payload,
     captured,
     run_cli,
@@ -75,7 +75,7 @@ from tinyformer import (  # noqa: E402
     causal_mask,
     greedy_decode,
     padding_mask,
-    seq2seq,  # noqa: E402
+    seq2seq,
     shift_matrix,
     sinusoidal_encoding,
 )

@@ -10,7 +10,8 @@
  * 数组都是行优先：形状 (T, C) 的 x 里第 t 行第 c 列是 x[t * C + c]。
  * 解码（贪心、束搜索、采样）不在这里：live_translator.js 的 greedyDecode、beamSearch、sampleDecode 调用 step，
  * step 调用这里的 decode / gptLogits。
- * tests/book/test_page_forward.py 用 node 运行本文件，核对它与把权重舍入到 float16 的 Python 包给出同样的译文和诗。
+ * tests/book/test_page_forward.py 用 node 运行本文件，核对它与把权重舍入到 float16 的 Python 包给出同样的译文；
+ * 诗由 tests/book/test_poem_writer.py 在浏览器里核对。
  */
 (function () {
   "use strict";

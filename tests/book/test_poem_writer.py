@@ -1,4 +1,4 @@
-"""第 9 章网页上的写诗器（_ext/poem_writer.py、_static_ch09/poem_writer/poem_writer.js）在无头 Chromium 里。
+"""第 9 章网页上的写诗器（_ext/live_translator.py 导出模型、_static_ch09/poem_writer/poem_writer.js）在无头 Chromium 里。
 
 - 贪心：``window.tinyformerPoem({prefix 或 acrostic, greedy: true})`` 写出的诗与 Python 的
   ``tinyformer.poetry.sampling.write(..., greedy=True)`` 逐字相同，每步的候选字相同，概率相差 ≤ PROB_TOL；

@@ -2,7 +2,8 @@
 
 参照物是随包发布的第 600 步的翻译器（第 8 章用的、网页上运行的那一个）和它的 PyTorch 贪心解码。
 解码循环只有网页上的一份（live_translator.js 的 greedyDecode，tests/book/test_live_translator.py 与
-tests/book/test_browser.py 核对它的译文）；这里把 PyTorch 贪心解码的每个前缀送进 decoder.onnx：
+tests/book/test_browser.py 核对它的译文，tests/book/test_page_forward.py 在 node 里核对它的译文与
+Python 的贪心解码相同）；这里把 PyTorch 贪心解码的每个前缀送进 decoder.onnx：
 每一步 logits 的最大者都是 PyTorch 选的下一个词元，所以任何照搬 greedy_decode 的循环在 onnxruntime 上
 都生成同样的词元。
 """

@@ -1,7 +1,7 @@
 """tinyformer.poetry.export：网页用的写诗模型是半精度的 safetensors，读回来就是把权重舍入到 float16 的模型。
 
 参照物是随包发布的写诗模型（第 9 章的、网页上运行的那一个）。网页的前向（transformer.js）与这个舍入过的
-模型写出同样的诗：tests/book/test_page_forward.py（node）与 tests/book/test_poem_writer.py（浏览器）核对。
+模型写出同样的诗：tests/book/test_poem_writer.py 在浏览器里核对。
 """
 
 import hashlib
