@@ -1287,7 +1287,10 @@ def checkpoints():
                  "tgt_embed.embedding.weight"):  # fmt: skip
         for change, new in [("nan", lambda t: torch.full_like(t, float("nan"))), ("float64", torch.Tensor.double),
                             ("reshaped", lambda t: t.reshape(-1)[None]), ("int", torch.Tensor.long)]:  # fmt: skip
-            crafted(f"{name} {change}", _resave(tensors=lambda s, n=name, f=new: s.__setitem__(n, f(s[n]))))  # fmt: skip
+            crafted(
+                f"{name} {change}",
+                _resave(tensors=lambda s, n=name, f=new: s.__setitem__(n, f(s[n]))),
+            )
         crafted(f"{name} missing", _resave(tensors=lambda s, n=name: s.pop(n)))
     case("old .pt file", lambda t: load_checkpoint(made(t, "old")), same_as_saved)
     case("pickle naming os.system", lambda t: load_checkpoint(made(t, "evil")), same_as_saved)
@@ -1516,8 +1519,14 @@ def subprocess_cli(argv, closed_stdout, t):
         read, write = os.pipe()
         os.close(read)
         stdout = write
-    result = subprocess.run([sys.executable, "-m", "tinyformer.translation", *fill(argv, t)],
-                            stdout=stdout, stderr=subprocess.PIPE, text=True, env=env, timeout=TIMEOUT)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "tinyformer.translation", *fill(argv, t)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=TIMEOUT,
+    )
     if closed_stdout:
         os.close(write)
     return result.returncode, result.stdout or "", result.stderr
@@ -1527,7 +1536,13 @@ def cli_cases():
     case = cases_of("cli")
     for command, rows in (("train", TRAIN_CLI), ("translate", TRANSLATE_CLI)):
         for name, argv, code, message in rows:
-            case(f"{command} {name}", lambda t, c=command, a=argv: in_process(c, a, t), "cli", code, message)  # fmt: skip
+            case(
+                f"{command} {name}",
+                lambda t, c=command, a=argv: in_process(c, a, t),
+                "cli",
+                code,
+                message,
+            )
     for name, command, argv, message in ARGPARSE_CLI:
         case(name, lambda t, c=command, a=argv: in_process(c, a, t), "cli", 2, "error: " + message)
     for command, rows in (("translate", TRANSLATE_MORE), ("train", TRAIN_MORE)):
@@ -1535,7 +1550,13 @@ def cli_cases():
             name = f"{command} {' '.join(a[:30] for a in argv)[:80]}"
             case(name, lambda t, c=command, a=argv: in_process(c, a, t), "cli")
     for name, argv, code, message in POETRY_CLI:
-        case(f"poetry {name}", lambda t, a=argv: captured(lambda: poetry_cli.run(fill(a, t))), "cli", code, message)  # fmt: skip
+        case(
+            f"poetry {name}",
+            lambda t, a=argv: captured(lambda: poetry_cli.run(fill(a, t))),
+            "cli",
+            code,
+            message,
+        )
     for argv, closed, code, message in SUBPROCESS_CLI:
         name = f"subprocess {' '.join(argv)[:60]}{' (stdout closed)' if closed else ''}"
         case(name, lambda t, a=argv, c=closed: subprocess_cli(a, c, t), "cli", code, message)
@@ -1574,7 +1595,11 @@ def classify_cli(result):
     if "Traceback" in err or "Exception ignored" in err:
         return "obscure", err.strip().splitlines()[-1][:120]
     if code == 0:
-        return ("obscure", f"exit 0 with stderr {lines[0][:80]}") if lines else ("handled", f"exit 0 {out[:60]!r}")  # fmt: skip
+        return (
+            ("obscure", f"exit 0 with stderr {lines[0][:80]}")
+            if lines
+            else ("handled", f"exit 0 {out[:60]!r}")
+        )
     if code == 2 and err.startswith("usage: ") and ": error: " in lines[-1]:
         return "clear", f"exit 2 (argparse): {lines[-1][:120]}"  # argparse's own usage error
     if len(lines) != 1 or not lines[0].startswith("错误："):
@@ -1598,7 +1623,10 @@ def classify(error: BaseException):
         return "clear", message[:140]  # torch itself names the bytes or sizes asked for
     if isinstance(error, (ValueError, TypeError)) and not TORCH_INTERNAL.search(message):
         # our checks ("must … got …") and Python's own signature errors name the argument
-        if re.search(r"must|got|expected|checkpoint|give|need|has |does not|convert|positional argument", message):  # fmt: skip
+        if re.search(
+            r"must|got|expected|checkpoint|give|need|has |does not|convert|positional argument",
+            message,
+        ):
             return "clear", message[:140]
     return "obscure", f"{type(error).__name__}: {message[:140]}"
 
@@ -1623,7 +1651,11 @@ def run_case(case: Case, t: Path):
     except Exception as err:  # noqa: BLE001
         if case.error is not None:
             problem = pinned_problem(case, t, error=err)
-            return ("obscure", f"not the pinned message: {problem}") if problem else ("clear", str(err)[:140])  # fmt: skip
+            return (
+                ("obscure", f"not the pinned message: {problem}")
+                if problem
+                else ("clear", str(err)[:140])
+            )
         if "can't allocate memory" in str(err) and "you tried to allocate" not in str(err):
             return "crash", "allocator ran out of memory"
         return classify(err)
@@ -1633,7 +1665,11 @@ def run_case(case: Case, t: Path):
         if case.error is None:
             return classify_cli(result)
         problem = pinned_problem(case, t, result)
-        return ("obscure", f"not the pinned line: {problem}") if problem else ("clear", result[2][:140])  # fmt: skip
+        return (
+            ("obscure", f"not the pinned line: {problem}")
+            if problem
+            else ("clear", result[2][:140])
+        )
     if case.error is not None:
         return "wrong", f"a pinned bad input was accepted: {result!r:.80}"
     problem = case.check(result) if callable(case.check) else finite(result)
