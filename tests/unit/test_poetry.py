@@ -123,6 +123,28 @@ def test_training_is_deterministic_and_lowers_the_loss():
     assert ra.valid[-1]["valid_bpc"] < ra.log[0]["train_bpc"]
 
 
+def test_accumulated_shares_train_like_the_whole_batch():
+    # accumulate=A：每步分 A 份前向、反向，梯度相加——与整批一起算的相同（到舍入），只是激活值少占内存
+    def run(accumulate):
+        model, vocab = tiny_poet(seed=3)
+        result = training.train(
+            model, vocab, TINY_POEMS * 4, TINY_POEMS, steps=6, batch_size=4, warmup=2,
+            log_every=3, eval_every=10, accumulate=accumulate,
+        )  # fmt: skip
+        return model, result
+
+    (whole, r1), (halves, r2), (singles, r4) = run(1), run(2), run(4)
+    for other, log in ((halves, r2.log), (singles, r4.log)):
+        for p, q in zip(whole.parameters(), other.parameters(), strict=True):
+            torch.testing.assert_close(q, p, rtol=0, atol=1e-5)
+        assert [r["train_bpc"] for r in log] == pytest.approx([r["train_bpc"] for r in r1.log])
+    model, vocab = tiny_poet(seed=3)
+    with pytest.raises(ValueError, match="accumulate must be at most batch_size, got accumulate=5"):
+        training.train(model, vocab, TINY_POEMS, TINY_POEMS, steps=1, batch_size=4, accumulate=5)
+    with pytest.raises(ValueError, match="accumulate"):
+        training.train(model, vocab, TINY_POEMS, TINY_POEMS, steps=1, batch_size=4, accumulate=0)
+
+
 # ---------------------------------------------------------------- 采样
 
 
