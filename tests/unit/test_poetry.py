@@ -122,6 +122,28 @@ def test_training_is_deterministic_and_lowers_the_loss():
     assert ra.valid[-1]["valid_bpc"] < ra.log[0]["train_bpc"]
 
 
+def test_accumulated_shares_train_like_the_whole_batch():
+    # accumulate=A：每步分 A 份前向、反向，梯度相加——与整批一起算的相同（到舍入），只是激活值少占内存
+    def run(accumulate):
+        model, vocab = tiny_poet(seed=3)
+        result = training.train(
+            model, vocab, TINY_POEMS * 4, TINY_POEMS, steps=6, batch_size=4, warmup=2,
+            log_every=3, eval_every=10, accumulate=accumulate,
+        )  # fmt: skip
+        return model, result
+
+    (whole, r1), (halves, r2), (singles, r4) = run(1), run(2), run(4)
+    for other, log in ((halves, r2.log), (singles, r4.log)):
+        for p, q in zip(whole.parameters(), other.parameters(), strict=True):
+            torch.testing.assert_close(q, p, rtol=0, atol=1e-5)
+        assert [r["train_bpc"] for r in log] == pytest.approx([r["train_bpc"] for r in r1.log])
+    model, vocab = tiny_poet(seed=3)
+    with pytest.raises(ValueError, match="accumulate must be at most batch_size, got accumulate=5"):
+        training.train(model, vocab, TINY_POEMS, TINY_POEMS, steps=1, batch_size=4, accumulate=5)
+    with pytest.raises(ValueError, match="accumulate"):
+        training.train(model, vocab, TINY_POEMS, TINY_POEMS, steps=1, batch_size=4, accumulate=0)
+
+
 # ---------------------------------------------------------------- 采样
 
 
@@ -200,6 +222,22 @@ def test_lines_copied_counts_whole_clauses_found_in_training():
     samples = ["白日依山尽，江水向东流。", "黄河入海流，山尽。"]
     assert evaluation.lines_copied(samples, train) == 2 / 4  # "山尽" 是子串，不算整句
     assert evaluation.lines_copied([], train) == 0
+
+
+def test_rhyme_equals_pypinyin_finals_for_every_character_in_its_table():
+    # rhyme() reads pypinyin's single-character table itself (importing pypinyin loads its ~45 MB
+    # phrase table); it must give what pypinyin's own FINALS style gives, medial removed
+    from pypinyin import Style, lazy_pinyin
+
+    def pypinyin_rhyme(ch):
+        final = lazy_pinyin(ch, style=Style.FINALS, v_to_u=False)[0]
+        return final[1:] if final[:1] in ("i", "u", "v") and len(final) > 1 else final
+
+    table = evaluation._readings()
+    assert len(table) > 40_000 and table["行"] == "xíng"
+    han = [chr(c) for c in range(0x4E00, 0xA000)]  # 基本区里表中没有的几十个字：两边都是 ""
+    differ = [ch for ch in [*table, *han] if evaluation.rhyme(ch) != pypinyin_rhyme(ch)]
+    assert differ == []
 
 
 def test_rhyme_uses_modern_finals_without_the_medial():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gzip
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib.resources import files
 
 __all__ = [
@@ -104,9 +104,12 @@ class Vocab:
 # ---------------------------------------------------------------- 基线：不用神经网络能做到多好
 
 
-def _targets(poems: Sequence[str], vocab: Vocab) -> list[list[int]]:
-    """每首诗的 ``<bos> 字… <eos>`` 编号：第 0 个是条件，其余每个都是一次预测。"""
-    return [vocab.encode(poem, bos=True, eos=True) for poem in poems]
+def _targets(poems: Sequence[str], vocab: Vocab) -> Iterator[list[int]]:
+    """逐首给出 ``<bos> 字… <eos>`` 的编号：第 0 个是条件，其余每个都是一次预测。
+
+    逐首生成而不是一次建好整个列表：训练集三万多首诗的编号列表约占 20 MB，计数时用不着同时留着它们。
+    """
+    return (vocab.encode(poem, bos=True, eos=True) for poem in poems)
 
 
 def _unigram(train: Sequence[str], vocab: Vocab) -> list[float]:
@@ -155,13 +158,20 @@ def bigram_bits_per_char(
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lam must be in [0, 1], got lam={lam!r}")
     p1 = _unigram(train, vocab)
-    pairs, context = Counter(), Counter()
+    # following[v][w] = c(v, w)：按前一个符号 v 分组计数。训练集有约 39 万种不同的 (v, w)，
+    # 以 (v, w) 元组为键的一个 Counter 约占 55 MB，分组后约 17 MB（键是字表里共用的编号）
+    following: dict[int, Counter] = {}
+    context = Counter()
     for ids in _targets(train, vocab):
-        pairs.update(zip(ids[:-1], ids[1:], strict=True))
+        for v, w in zip(ids[:-1], ids[1:], strict=True):
+            following.setdefault(v, Counter())[w] += 1
         context.update(ids[:-1])
     bits = []
     for ids in _targets(poems, vocab):
         for v, w in zip(ids[:-1], ids[1:], strict=True):
-            p = p1[w] if context[v] == 0 else lam * pairs[v, w] / context[v] + (1 - lam) * p1[w]
+            if context[v] == 0:
+                p = p1[w]
+            else:
+                p = lam * following[v][w] / context[v] + (1 - lam) * p1[w]
             bits.append(-math.log2(p))
     return sum(bits) / len(bits)

@@ -98,13 +98,15 @@ def train_gpt(
     lr: float = 3e-3,
     warmup: int = 15,
     seed: int = 0,
+    accumulate: int = 1,
 ) -> tuple[GPT, TrainResult]:
     """用 ``tokenizer`` 切好 ``train_poems``，训练一个小 GPT ``steps`` 步（每 10 步记一次训练损失）。
 
     不同切法只差词表大小（嵌入表与输出层的行数）和 ``max_len``：块的参数、步数、每步的诗数、数据顺序都相同。
     训练损失 ``train_bpc`` 是 **每个词元** 的比特数（不同切法之间不可比）；可比的是 :func:`bits_per_char`。
     预热的步数 ``warmup`` 是固定的（不随 ``steps`` 变），所以只跑前 ``warmup`` 步的现场实验与长实验的
-    前 ``warmup`` 步学习率相同、数据相同，训练损失应当一致。
+    前 ``warmup`` 步学习率相同、数据相同，训练损失应当一致。``accumulate``：每步分几份算梯度
+    （见 :func:`~tinyformer.poetry.training.train`；梯度相同到舍入，激活值的内存约为 1/``accumulate``）。
     """
     pieces = [tokenizer.split(poem) for poem in train_poems]
     with seeded(seed):
@@ -116,7 +118,7 @@ def train_gpt(
         )  # fmt: skip
     result = train(
         model, tokenizer.vocab, pieces, pieces[:50], steps, seed=seed, batch_size=batch_size,
-        lr=lr, warmup=warmup, log_every=10, eval_every=10**9,
+        lr=lr, warmup=warmup, log_every=10, eval_every=10**9, accumulate=accumulate,
     )  # fmt: skip
     return model, result
 

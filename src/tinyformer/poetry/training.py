@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._checks import check_positive_int
 from .._random import seeded
 from ..gpt import GPT, GPTConfig
 from .corpus import Vocab
@@ -206,8 +207,13 @@ def train(
     log_every: int = 50,
     eval_every: int = 500,
     progress: Callable[[str], None] | None = None,
+    accumulate: int = 1,
 ) -> TrainResult:
     """AdamW + 预热 + 余弦，训练 ``steps`` 步（就地修改 ``model``），返回 :class:`TrainResult`。
+
+    ``accumulate`` > 1 时每步把批分成 ``accumulate`` 份（第 j, j+A, … 首），逐份前向、反向，梯度在
+    参数上累加，再走一步：与 DDP 分给各进程的是同一种切分（:func:`batch_loss`），所以梯度与整批一起算的
+    相同（到浮点舍入），激活值只占约 1/A 的内存。
 
     数据顺序只取决于 ``seed``（:func:`batches`：每轮打乱，字数相近的诗放在同一批）。
     在 ``torchrun`` 下先调用 :func:`setup_distributed`，这里按进程组的 rank、world 分批、包上 DDP。
@@ -215,6 +221,11 @@ def train(
     """
     import torch.distributed as dist
 
+    check_positive_int("accumulate", accumulate)
+    if accumulate > batch_size:
+        raise ValueError(
+            f"accumulate must be at most batch_size, got accumulate={accumulate}, batch_size={batch_size}"
+        )
     world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
     rank = dist.get_rank() if world > 1 else 0
     net: nn.Module = model
@@ -237,12 +248,16 @@ def train(
         batch = next(stream)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, steps, lr, warmup)
-        loss, _ = batch_loss(net, batch, vocab, rank, world)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        parts = []  # 各份的损失之和 = 整批的平均（单进程时）
+        for j in range(accumulate):  # 本进程的第 j 份：全局第 rank·A + j 份（共 W·A 份）
+            loss, _ = batch_loss(net, batch, vocab, rank * accumulate + j, world * accumulate)
+            share = loss / accumulate
+            share.backward()
+            parts.append(share.item())
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        running.append(loss.item())  # 单进程时是整批的平均；多进程时是本进程那一份的估计
+        running.append(sum(parts))  # 单进程时是整批的平均；多进程时是本进程那一份的估计
         if (step + 1) % log_every == 0 or step + 1 == steps:
             bpc = sum(running) / len(running) / math.log(2)
             result.log.append(
