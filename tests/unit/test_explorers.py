@@ -397,18 +397,3 @@ def test_ablation_explorer_has_both_seeds_of_every_row():
     assert explorers.chart_rows(chart) == rows
     (value, options) = bound_params(chart)["row"]
     assert value in options and set(options) == set(ABLATIONS) - {"gpt2"}
-
-
-def test_show_explorer_draws_in_a_child_process_the_same_bundle_as_show(monkeypatch):
-    # 章末的探索器在子进程里建图（tinyformer.book.explore）：输出与在本进程里 show 的逐字节相同，
-    from tinyformer.book import explore
-
-    shown = []
-    monkeypatch.setattr("IPython.display.display", lambda obj, raw: shown.append(obj))
-    explore.show_explorer("positional_curves_explorer")
-    spec = explorers.positional_curves_explorer().to_dict(context={"pre_transform": False})
-    assert shown == [explorers.render(spec)]
-    with pytest.raises(ValueError, match="no explorer named 'render' in tinyformer.book.explorers"):
-        explore.explorer_bundle("render")
-    with pytest.raises(TypeError, match="name must be a str, got function"):
-        explore.explorer_bundle(explorers.positional_curves_explorer)

@@ -8,7 +8,6 @@
 ``memory``       :func:`~tinyformer.book.memory.return_freed_memory`：del 掉的大张量立刻还给操作系统
 ``widgets``      需要内核的 ipywidgets 控件（翻译一句话、看交叉注意力）
 ``explorers``    网页上不需要内核的交互图，每章一个模块
-``explore``      :func:`~tinyformer.book.explore.show_explorer`：在子进程里画探索器，内核不载入 Altair
 ===============  ============================================================
 
 这里只导入轻的 :mod:`~tinyformer.book.compare`；画图与控件要 matplotlib、Altair、ipywidgets，用到时再导入。

@@ -18,15 +18,8 @@ def token_label(piece: bytes) -> str:
         return piece.hex()
 
 
-def _shipped_if_none(bpe: ByteBPE | None) -> ByteBPE:
-    from ...poetry.tokenization import shipped_bpe
-
-    return shipped_bpe() if bpe is None else bpe
-
-
-def bpe_merges_data(bpe: ByteBPE | None = None, sentences=SENTENCES) -> dict[str, list[dict]]:
-    """每个句子编码的每一步（:meth:`ByteBPE.steps`）拆成一格一行。``bpe`` 默认是随包发布的
-    :func:`~tinyformer.poetry.tokenization.shipped_bpe`（词表 1,024）。
+def bpe_merges_data(bpe: ByteBPE, sentences=SENTENCES) -> dict[str, list[dict]]:
+    """每个句子编码的每一步（:meth:`ByteBPE.steps`）拆成一格一行。
 
     返回 dict，两张表：
 
@@ -34,7 +27,6 @@ def bpe_merges_data(bpe: ByteBPE | None = None, sentences=SENTENCES) -> dict[str
       在句子里的位置）、``w``（字节数）、``t``（写出来的样子）、``new``（这一步刚合并出来的为 1）；
     - ``steps``：``s``、``k``、``n``、``line``（这一步合并了什么、合并表里第几条、还剩几个词元）。
     """
-    bpe = _shipped_if_none(bpe)
     data = {"tokens": [], "steps": []}
     for s, sentence in enumerate(sentences):
         history = bpe.steps(sentence)
@@ -62,12 +54,8 @@ def bpe_merges_data(bpe: ByteBPE | None = None, sentences=SENTENCES) -> dict[str
     return data
 
 
-def bpe_merges_explorer(bpe: ByteBPE | None = None, sentences=SENTENCES) -> alt.VConcatChart:
-    """“中文的字节级 BPE”一章的探索器：选一句话，拖动步数，看合并表一条一条地把字节并成词元。
-
-    ``bpe`` 默认是随包发布的合并表（见 :func:`bpe_merges_data`）。
-    """
-    bpe = _shipped_if_none(bpe)
+def bpe_merges_explorer(bpe: ByteBPE, sentences=SENTENCES) -> alt.VConcatChart:
+    """“中文的字节级 BPE”一章的探索器：选一句话，拖动步数，看合并表一条一条地把字节并成词元。"""
     data = bpe_merges_data(bpe, sentences)
     most = max(row["n"] for row in data["steps"])
     sentence = control("s", 0, "句子", "select", range(len(sentences)), labels=sentences)
