@@ -11,13 +11,8 @@
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import json
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 __all__ = ["clauses", "format_valid", "lines_copied", "rhyme", "rhyme_rate", "rhymes"]
 
@@ -69,70 +64,22 @@ def lines_copied(samples: Iterable[str], train_poems: Iterable[str]) -> float:
     return sum(c in known for c in written) / max(1, len(written))
 
 
-# 《汉语拼音方案》的声母（y、w 不算：它们是 i、u、ü 行韵母自成音节时的写法）与韵母
-_INITIALS = re.compile(r"^(zh|ch|sh|[bpmfdtnlgkhjqxrzcs])")
-_FINALS = set(
-    "i u ü a ia ua o uo e ie üe ai uai ei uei ao iao ou iou an ian uan üan en in uen ün "
-    "ang iang uang eng ing ueng ong iong er ê".split()
-)
-_TONE_MARKS = {"\u0300", "\u0301", "\u0304", "\u030c"}  # 第四、二、一、三声的符号（分解后）
-
-
-@functools.cache
-def _readings() -> dict[str, str]:
-    """pypinyin 的单字读音表（字 → 带调的默认读音，多音字取第一个）。
-
-    直接读 pypinyin 随包的 ``pinyin_dict.json``，不导入 pypinyin：导入它会连同四十多万条的词语读音表
-    一起载入（约 45 MB），而押韵只查单字。``tests/unit/test_poetry.py`` 核对 :func:`rhyme` 对表里的
-    每一个字都与 ``pypinyin.lazy_pinyin(ch, style=Style.FINALS)`` 的结果（去掉介音）相同。
-    """
-    spec = importlib.util.find_spec("pypinyin")  # 只找到包的位置，不执行它
-    if spec is None:
-        raise ModuleNotFoundError("rhyme() needs pypinyin: pip install pypinyin")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    table = json.loads((folder / "pinyin_dict.json").read_text(encoding="utf-8"))
-    return {chr(int(code)): readings.split(",")[0] for code, readings in table.items()}
-
-
 def rhyme(ch: str) -> str:
-    """一个字的韵（普通话）：默认读音的韵母去掉介音 i、u、ü（"ian"→"an"，"uang"→"ang"，
-    "iong"→"ong"），单独的 i、u、ü 保留（ü 写作 v）；读音表里没有的字返回空串。
-
-    韵母按《汉语拼音方案》还原：yu→ü、ju→jü，y、w 开头的音节是 i、u 行的韵母（ya→ia、wo→uo），
-    iu、ui、un 前有声母时是 iou、uei、uen 的省写。
+    """一个字的韵（普通话）：pypinyin 的韵母去掉介音 i、u、ü（"ian"→"an"，"uang"→"ang"，
+    "iong"→"ong"），单独的 i、u、ü 保留。
 
     例子::
 
         >>> [rhyme(c) for c in "流楼天山光"]
         ['ou', 'ou', 'an', 'an', 'ang']
     """
-    reading = _readings().get(ch)
-    if reading is None:
-        return ""
-    decomposed = unicodedata.normalize("NFD", reading)  # ǎ -> a + ̌（ü 的两点也分开，再合回去）
-    syllable = unicodedata.normalize("NFC", "".join(c for c in decomposed if c not in _TONE_MARKS))
-    initial = _INITIALS.match(syllable)
-    final = syllable[initial.end() if initial else 0 :]
-    rest = syllable[1:]
-    if syllable.startswith("yu"):  # yu→ü、yuan→üan
-        final = "ü" + rest[1:]
-    elif syllable.startswith("y"):  # yi→i、yin→in、ya→ia
-        final = rest if rest.startswith("i") else "i" + rest
-    elif syllable.startswith("w"):  # wu→u、wo→uo
-        final = rest if rest.startswith("u") else "u" + rest
-    elif initial and initial.group() in "jqx" and final.startswith("u"):  # ju→jü
-        final = "ü" + final[1:]
-    elif initial:  # niu→iou、gui→uei、lun→uen
-        final = {"iu": "iou", "ui": "uei", "un": "uen"}.get(final, final)
-    if final not in _FINALS:  # 不合方案的拼写（“哟”yo、“噷”hm）：只去掉开头的辅音
-        final = _INITIALS.sub("", syllable.removeprefix("y").removeprefix("w"))
-        if final not in _FINALS:
-            return ""
-    for medial in ("i", "u", "ü"):
+    from pypinyin import Style, lazy_pinyin
+
+    final = lazy_pinyin(ch, style=Style.FINALS, v_to_u=False)[0]
+    for medial in ("i", "u", "v"):
         if final.startswith(medial) and len(final) > 1:
-            final = final[1:]
-            break
-    return final.replace("ü", "v")
+            return final[1:]
+    return final
 
 
 def rhymes(poem: str) -> bool:
