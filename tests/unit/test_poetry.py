@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+from importlib.resources import files
 
 import pytest
 import torch
@@ -234,6 +235,22 @@ def test_rhyme_uses_modern_finals_without_the_medial():
     assert (
         evaluation.rhyme_rate(["白日依山尽，黄河入海流。欲穷千里目，更上一层楼。", "不成诗"]) == 1.0
     )
+
+
+def test_shipped_finals_are_pypinyins_for_every_character():
+    """随包的韵母表（tools/pinyin_finals.py 生成）与装着的 pypinyin 逐字相同，它不认得的字原样返回。"""
+    pypinyin = pytest.importorskip("pypinyin")
+    from tools.pinyin_finals import finals_table
+
+    shipped = json.loads(
+        (files("tinyformer.poetry") / "data" / "pinyin_finals.json").read_text("utf-8")
+    )
+    assert shipped == finals_table()
+    table = evaluation._finals()
+    assert len(table) == len(pypinyin.pinyin_dict.pinyin_dict) > 40_000
+    for ch in "流斜嗯，A🙂":
+        expected = pypinyin.lazy_pinyin(ch, style=pypinyin.Style.FINALS, v_to_u=False)[0]
+        assert table.get(ch, ch) == expected
 
 
 # ---------------------------------------------------------------- 检查点与命令行

@@ -6,13 +6,17 @@
 - :func:`lines_copied`：生成的句子里有多少是训练集里逐字出现过的句子（背诵，而不是创作）；
 - :func:`rhyme_rate`：偶数句（第 2、4、…句）的末字是否同韵。韵母取 ``pypinyin`` 的 **普通话读音**
   （多音字取它的默认读音），不是唐代的中古音：今天不押韵的唐诗不少（如 "斜" xié 与 "家" jiā），
-  所以只把它与真诗在同一把尺子下的比率对比，不当作格律的判据。
+  所以只把它与真诗在同一把尺子下的比率对比，不当作格律的判据。韵母表 ``data/pinyin_finals.json``
+  由 ``tools/pinyin_finals.py`` 从 pypinyin 生成、随包发布（见 :func:`rhyme`）。
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
+from functools import cache
+from importlib.resources import files
 
 __all__ = ["clauses", "format_valid", "lines_copied", "rhyme", "rhyme_rate", "rhymes"]
 
@@ -68,18 +72,31 @@ def rhyme(ch: str) -> str:
     """一个字的韵（普通话）：pypinyin 的韵母去掉介音 i、u、ü（"ian"→"an"，"uang"→"ang"，
     "iong"→"ong"），单独的 i、u、ü 保留。
 
+    韵母查随包发布的表（:func:`_finals`），与 pypinyin 的 ``lazy_pinyin(ch, style=Style.FINALS,
+    v_to_u=False)`` 逐字相同；pypinyin 不认得的字（标点、字母）与它一样原样返回。
+
     例子::
 
         >>> [rhyme(c) for c in "流楼天山光"]
         ['ou', 'ou', 'an', 'an', 'ang']
     """
-    from pypinyin import Style, lazy_pinyin
-
-    final = lazy_pinyin(ch, style=Style.FINALS, v_to_u=False)[0]
+    final = _finals().get(ch, ch)
     for medial in ("i", "u", "v"):
         if final.startswith(medial) and len(final) > 1:
             return final[1:]
     return final
+
+
+@cache
+def _finals() -> dict[str, str]:
+    """字 → 韵母（``data/pinyin_finals.json`` 按韵母分组存，这里倒过来）。
+
+    不在运行时导入 pypinyin：它一导入就加载几十万条词语的读音表（内核多占约 55 MB），押韵只看单个字。
+    """
+    table = json.loads(
+        (files("tinyformer.poetry") / "data" / "pinyin_finals.json").read_text("utf-8")
+    )
+    return {ch: final for final, chars in table["finals"].items() for ch in chars}
 
 
 def rhymes(poem: str) -> bool:
