@@ -195,7 +195,10 @@ class ByteBPE:
             for p in changed:
                 if counts[p] > 0:
                     heapq.heappush(heap, (-counts[p], p))
-        return cls(merges)
+        # 先释放训练用的大结构，合并表换成新建的元组：原来的元组是训练中途建的，散在 Python 小对象的
+        # 内存池各处，留着它们，那些池就还不回操作系统（在整个训练集上训练后常驻内存约多 10 MB）
+        del counted, words, freq, counts, where, heap
+        return cls([(a, b) for a, b in merges])
 
     # ------------------------------------------------------------------ 编码、解码
 
