@@ -159,11 +159,14 @@ MEMORY_BUDGET_MB = 500
 # 探索器的 Altair 连同 jsonschema 约 47（其中约 15 是 jsonschema 导入的 rfc3987-syntax 在导入时建的
 # Lark 语法分析器；Jupyter 服务器的依赖会装上它）。逐单元格的 VmHWM（MB，2026-11-27，安静的机器；
 # tasks.py execute 记录的峰值比它高约 10）：
+# 第 9 章训练 479，之后的图、模型、采样与 DDP 梯度核对让常驻从 394 涨到 436，探索器 496（记录 505；探索器的
+# 单元格要能单独运行，它自己再读一份随包的模型，读时多占约 11 MB）；
 # 第 8 章训练 480，之后常驻从 429 涨到 501（图、第 100/150/600 步的翻译器、控件），onnx + onnxruntime
 # 到 557，探索器 591（记录 608）。第 8 章靠删减降不到 500：单是导入就约 460（连同 onnx、onnxruntime）。
 # 改好一章就把它从这里删掉——下面的测试要求这里列的确实都还超标。
 OVER_MEMORY_BUDGET: set[str] = {
     "chapters/ch08_translation.ipynb",
+    "chapters/ch09_gpt_poetry.ipynb",
 }
 
 

@@ -14,7 +14,6 @@ from PIL import Image
 from tests.kit import ROOT
 from tinyformer import sinusoidal_encoding
 from tinyformer.book import explorers
-from tinyformer.poetry.pretrained import load_model
 
 
 def bound_params(chart) -> dict:
@@ -159,7 +158,6 @@ def test_layer_norm_gradient_data_has_one_row_per_layer():
         (lambda: explorers.checkpoint_data(num_sentences=0), "num_sentences"),
         (lambda: explorers.checkpoint_data(beam_size=0), "beam_size"),
         (lambda: explorers.sampling_data(shown=0), "shown"),
-        (lambda: explorers.sampling_data(model=object()), "both model and vocab"),
     ],
 )
 def test_bad_arguments_are_named(call, match):
@@ -298,9 +296,6 @@ def test_checkpoint_data_on_the_shipped_weights():
 def test_sampling_data_is_the_package_distribution_and_every_control_value_has_data():
     data = explorers.sampling_data()
     chart = explorers.sampling_explorer()
-    # 传入已经读进来的模型，得到同一份数据（笔记本这样用，不必再读一份权重）
-    model, vocab = load_model()
-    assert explorers.sampling_data(model=model, vocab=vocab) == data
     assert explorers.chart_datasets(chart) == [data["summary"], data["bars"]]
     assert_controls_cover_data(chart, data["bars"], {})
     for row in data["summary"]:

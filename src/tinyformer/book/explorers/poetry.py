@@ -14,14 +14,8 @@ TOP_KS = (0, 3, 10, 50)  # 0 = 不截断
 TOP_PS = (0.5, 0.8, 0.9, 1.0)
 
 
-def sampling_data(
-    prefix: str = PREFIX, shown: int = 12, model=None, vocab=None
-) -> dict[str, list[dict]]:
-    r"""写诗模型读入 ``<bos> prefix`` 之后，下一个字的采样分布随温度、top-k、top-p 怎样变。
-
-    ``model``、``vocab`` 是要看的模型与它的字表（两个都给，或都不给）；不给时读随包发布的
-    （:func:`~tinyformer.poetry.pretrained.load_model`）。笔记本里已经读进来的模型传进来即可：
-    再读一份，读的时候要多占约 13 MB 内存。
+def sampling_data(prefix: str = PREFIX, shown: int = 12) -> dict[str, list[dict]]:
+    r"""随包发布的写诗模型读入 ``<bos> prefix`` 之后，下一个字的采样分布随温度、top-k、top-p 怎样变。
 
     logits 换成 float64 之后经 :func:`~tinyformer.poetry.sampling.next_distribution`
     （除以温度 → top-k → softmax → top-p → 重新归一化），概率舍入到 4 位小数，任何 CPU 上相同。
@@ -37,10 +31,7 @@ def sampling_data(
     from ...poetry.sampling import next_distribution
 
     check_positive_int("shown", shown)
-    if (model is None) != (vocab is None):
-        raise ValueError("give both model and vocab, or neither (then the shipped model is read)")
-    if model is None:
-        model, vocab = load_model()
+    model, vocab = load_model()
     ids = torch.tensor([vocab.encode(prefix, bos=True)])  # (1, T)
     with torch.no_grad():
         logits = model(ids)[0, -1].double()  # (1, T, V) -> (V,)
@@ -64,12 +55,9 @@ def sampling_data(
     return data
 
 
-def sampling_explorer(prefix: str = PREFIX, model=None, vocab=None) -> alt.VConcatChart:
-    """“只有解码器”一章的探索器：拖动温度、top-k、top-p，看下一个字的分布怎样变尖、被截断。
-
-    ``model``、``vocab`` 同 :func:`sampling_data`。
-    """
-    data = sampling_data(prefix, model=model, vocab=vocab)
+def sampling_explorer(prefix: str = PREFIX) -> alt.VConcatChart:
+    """“只有解码器”一章的探索器：拖动温度、top-k、top-p，看下一个字的分布怎样变尖、被截断。"""
+    data = sampling_data(prefix)
     t = control("t", 0.7, "温度 τ", "radio", TEMPERATURES)
     k = control("k", 0, "top-k（0 = 不截断）", "radio", TOP_KS)
     p = control("p", 0.9, "top-p", "radio", TOP_PS)
