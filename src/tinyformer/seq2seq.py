@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_bool, check_int, check_positive_int, check_seed, check_tensor
+from .optim import AdamW
 
 PAD, BOS, EOS = 0, 1, 2  # 特殊词元的编号
 DIGIT_OFFSET = 3  # 数字 d 的编号是 d + 3
@@ -299,7 +300,7 @@ def train_copy_model(
     check_positive_int("batch_size", batch_size)
     check_seed("seed", seed)
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = AdamW(model.parameters(), lr=lr, weight_decay=0.0)  # λ = 0：Adam
     model.train()
     losses = []
     threads = torch.get_num_threads()

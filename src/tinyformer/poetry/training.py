@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from .._checks import check_positive_int
 from .._random import seeded
 from ..gpt import GPT, GPTConfig
+from ..optim import AdamW
 from .corpus import Vocab
 
 __all__ = [
@@ -236,7 +237,7 @@ def train(
         )
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
+    optimizer = AdamW(
         [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=lr, betas=(0.9, 0.95),
     )  # fmt: skip
@@ -248,7 +249,7 @@ def train(
         batch = next(stream)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, steps, lr, warmup)
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad()
         parts = []  # 各份的损失之和 = 整批的平均（单进程时）
         for j in range(accumulate):  # 本进程的第 j 份：全局第 rank·A + j 份（共 W·A 份）
             loss, _ = batch_loss(net, batch, vocab, rank * accumulate + j, world * accumulate)

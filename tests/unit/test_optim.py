@@ -1,0 +1,75 @@
+"""optim.py：AdamW 与 torch.optim.AdamW / Adam（CPU 上的默认实现）逐位相同，包括参数组、每步改学习率、
+某几步没有梯度的参数；错的超参数在构造时就报出来。"""
+
+import pytest
+import torch
+
+from tests.kit import tiny_transformer
+from tinyformer.optim import AdamW
+
+
+def train_steps(make_optimizer, steps=12):
+    """新建同一个小模型，在随机的复制任务上训练几步，返回训练后的参数。
+
+    学习率每步变（像预热）；第一个参数前三步没有梯度（它的步数 t 要比别的参数少三）。"""
+    model = tiny_transformer().train()
+    optimizer = make_optimizer(model)
+    first = next(model.parameters())
+    g = torch.Generator().manual_seed(1)
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = 1e-3 * (step + 1)
+        src = torch.randint(3, 12, (4, 5), generator=g)  # (B, S)
+        logits = model(src, src)  # (B, T, V)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), src.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        if step < 3:
+            first.grad = None
+        optimizer.step()
+    return [p.detach() for p in model.parameters()]
+
+
+def same(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
+def test_adamw_equals_torch_adamw_bit_for_bit_with_parameter_groups(weight_decay):
+    def groups(model):  # 第 9 章的分法：矩阵衰减，偏置和 LayerNorm 不衰减
+        decay = [p for p in model.parameters() if p.dim() >= 2]
+        rest = [p for p in model.parameters() if p.dim() < 2]
+        return [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}]
+
+    ours = train_steps(lambda m: AdamW(groups(m), betas=(0.9, 0.95)))
+    theirs = train_steps(lambda m: torch.optim.AdamW(groups(m), betas=(0.9, 0.95)))
+    assert same(ours, theirs)
+    assert not same(ours, train_steps(lambda m: AdamW(groups(m), betas=(0.9, 0.9))))  # 比较真能分出不同
+
+
+def test_without_weight_decay_it_is_torch_adam():
+    kwargs = {"betas": (0.9, 0.98), "eps": 1e-9}  # 论文的 Adam（第 8 章）
+    ours = train_steps(lambda m: AdamW(m.parameters(), weight_decay=0.0, **kwargs))
+    assert same(ours, train_steps(lambda m: torch.optim.Adam(m.parameters(), **kwargs)))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"lr": -1.0}, "lr"),
+        ({"eps": float("nan")}, "eps"),
+        ({"betas": (0.9, 1.0)}, "betas"),
+        ({"betas": 0.9}, "betas"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+    ],
+)
+def test_bad_hyperparameters_are_named(kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        AdamW([torch.nn.Parameter(torch.zeros(2))], **kwargs)
+
+
+def test_an_empty_parameter_list_is_refused():
+    with pytest.raises(ValueError, match="empty parameter list"):
+        AdamW([])
+    with pytest.raises(ValueError, match="empty parameter list"):
+        AdamW(p for p in torch.nn.ReLU().parameters())
