@@ -42,6 +42,7 @@ from tinyformer.translation.training import (
     label_smoothed_cross_entropy,
     make_optimizer,
     train,
+    warmup_lr,
 )
 from tinyformer.translation.translator import new_translator, score
 
@@ -135,7 +136,9 @@ def steps_to_target(name, model, decode, translator, examples, test, args) -> in
 
 def timed_steps(model, examples, args):
     """一个计时情形：每次调用接着训练 ``args.timing_steps`` 步，返回每步的秒数。"""
-    optimizer, scheduler = make_optimizer(model, model.config.d_model)
+    optimizer = make_optimizer(model)
+    for group in optimizer.param_groups:
+        group["lr"] = warmup_lr(400, model.config.d_model)  # 预热的峰值；每步多少不影响用时
     batches = itertools.cycle(iterate_batches(examples, args.batch_size, model.config.pad_id))
 
     def run_steps():
@@ -143,10 +146,9 @@ def timed_steps(model, examples, args):
             batch = next(batches)
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
             loss = label_smoothed_cross_entropy(logits, batch.tgt_out, 0.1, model.config.pad_id)
-            optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            scheduler.step()
 
     return lambda: seconds(run_steps) / args.timing_steps
 

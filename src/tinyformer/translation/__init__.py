@@ -10,7 +10,7 @@
 ``translator``      翻译器：分词 → 模型 → 解码 → 英文句子；评估（BLEU、完全匹配）、看交叉注意力
 ``checkpoint``      存取检查点（safetensors + 配置与词表的 JSON），转换旧的 .pt，原子写入
 ``pretrained``      随包发布的训练好的权重（``weights/``）
-``export``          导出成 ONNX（“完整模型”一章讲解）；网页用的半精度权重（网页翻译器与检查器）
+``export``          导出成 ONNX（附录“把翻译器搬进浏览器”讲解）；网页用的半精度权重（网页翻译器与检查器）
 ``inspection``      每一步中间结果的参照（前向钩子），网页上的“用训练好的模型看看”与它核对
 ``cli``             命令行：``python -m tinyformer.translation {train,translate,convert}``
 ==================  ==========================================================

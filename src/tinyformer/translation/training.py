@@ -33,6 +33,7 @@ from .._checks import (
 )
 from .._random import seeded
 from ..model import TransformerConfig
+from ..optim import AdamW
 from ..text import Vocab, pad_sequences, tokenize_en
 from .corpus import TranslationCorpus, corpus_tokenizer, generate_corpus
 from .translator import Translator, new_translator
@@ -177,22 +178,12 @@ def warmup_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> floa
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-def make_optimizer(
-    model: nn.Module, d_model: int, warmup: int = 400, factor: float = 1.0
-) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
-    """论文的优化器：Adam(β1=0.9, β2=0.98, ε=1e-9)，学习率按 :func:`warmup_lr` 逐步变化。
+def make_optimizer(model: nn.Module) -> AdamW:
+    """论文的优化器：Adam(β1=0.9, β2=0.98, ε=1e-9)，即不带权重衰减的 :class:`~tinyformer.optim.AdamW`。
 
-    ``LambdaLR`` 把 ``lr`` 乘以函数值，所以基础 lr 设为 1；它的步数从 0 数起，这里加 1。
-    每个训练步之后调用一次 ``scheduler.step()``。
+    学习率每一步由训练循环按 :func:`warmup_lr` 写进 ``optimizer.param_groups``。
     """
-    # fused=True：所有参数在一个内核里更新，而不是每个参数十来个小运算（参数张量多时省得最多）
-    optimizer = torch.optim.Adam(
-        model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=True
-    )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda n: warmup_lr(n + 1, d_model, warmup, factor)
-    )
-    return optimizer, scheduler
+    return AdamW(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
 
 
 @dataclass
@@ -253,7 +244,7 @@ def train(
 
     with seeded(seed):  # dropout 的随机数；训练完，全局随机数状态与训练前相同
         pad_id = model.config.pad_id
-        optimizer, scheduler = make_optimizer(model, model.config.d_model, warmup, lr_factor)
+        optimizer = make_optimizer(model)
         history = TrainHistory()
         bar = tqdm(
             total=max_steps,
@@ -273,11 +264,13 @@ def train(
             for batch in iterate_batches(examples, batch_size, pad_id, True, generator):
                 logits = model(batch.src, batch.tgt_in)  # (B, T, V)
                 loss = label_smoothed_cross_entropy(logits, batch.tgt_out, smoothing, pad_id)
-                optimizer.zero_grad(set_to_none=True)
+                optimizer.zero_grad()
                 loss.backward()
+                lr = warmup_lr(history.steps + 1, model.config.d_model, warmup, lr_factor)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
                 optimizer.step()
-                history.lrs.append(scheduler.get_last_lr()[0])
-                scheduler.step()
+                history.lrs.append(lr)
                 history.losses.append(loss.item())
                 if not math.isfinite(history.losses[-1]):
                     raise ValueError(
