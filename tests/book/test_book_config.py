@@ -145,37 +145,16 @@ def test_every_notebook_has_execution_stats():
     for name, entry in stats.items():
         assert set(entry) == fields, name
         assert entry["seconds"] > 0 and re.fullmatch(r"\d{4}-\d{2}-\d{2}", entry["date"]), name
-        # 一个 Python 内核连同 torch 至少占几十 MB；mybinder.org 只保证 1 GB，要放得下两章和 Jupyter
-        # 服务器，本书要求每章 ≤ 500 MB。还超出的几章列在 OVER_MEMORY_BUDGET 里，上限是原来的 800 MB
-        limit = 800 if name in OVER_MEMORY_BUDGET else MEMORY_BUDGET_MB
-        assert 50 < entry["peak_mb"] <= limit, f"{name}: 峰值内存 {entry['peak_mb']} MB"
+        # mybinder.org 只保证 1 GB：要放得下两章和 Jupyter 服务器，每章（新内核的 VmHWM）≤ 500 MB
+        assert 50 < entry["peak_mb"] <= MEMORY_BUDGET_MB, f"{name}: 峰值内存 {entry['peak_mb']} MB"
 
 
+# 各章在导入单元格里调用 tinyformer.book.memory.return_freed_memory（del 掉的大张量还给操作系统，每个
+# 单元格之后整理一次堆）。内核连同 torch、matplotlib 约占 285 MB，探索器的 Altair 连同 jsonschema 约 47
+# （其中约 15 是 jsonschema 导入的 rfc3987-syntax 在导入时建的 Lark 语法分析器）。训练用包自己的
+# tinyformer.optim.AdamW：torch.optim 的 step 会导入 torch._dynamo 和 sympy（约 70，之后一直占着）。
+# 第 8 章的 ONNX 导出与核对（onnx、onnxruntime、追踪导出器约 60）在附录 appendix_browser 里。
 MEMORY_BUDGET_MB = 500
-# 峰值内存还超过 500 MB 的章节（issue 36 未完成的部分）。各章在导入单元格里调用
-# tinyformer.book.memory.return_freed_memory（del 掉的大张量还给操作系统，每个单元格之后整理一次堆）。
-# 每章都要的导入先占去约 400 MB：内核连同 torch、matplotlib 约 285，建第一个 torch.optim 优化器时
-# （add_param_group、step 都经 torch._disable_dynamo）导入 torch._dynamo 和 sympy 约 73（之后一直占着），
-# 探索器的 Altair 连同 jsonschema 约 47（其中约 15 是 jsonschema 导入的 rfc3987-syntax 在导入时建的
-# Lark 语法分析器；Jupyter 服务器的依赖会装上它）。逐单元格的 VmHWM（MB，2026-11-27，安静的机器；
-# tasks.py execute 记录的峰值比它高约 10）：
-# 第 9 章训练 479，之后的图、模型、采样与 DDP 梯度核对让常驻从 394 涨到 436，探索器 496（记录 505；探索器的
-# 单元格要能单独运行，它自己再读一份随包的模型，读时多占约 11 MB）；
-# 第 8 章训练 480，之后常驻从 429 涨到 501（图、第 100/150/600 步的翻译器、控件），onnx + onnxruntime
-# 到 557，探索器 591（记录 608）。第 8 章靠删减降不到 500：单是导入就约 460（连同 onnx、onnxruntime）。
-# 改好一章就把它从这里删掉——下面的测试要求这里列的确实都还超标。
-OVER_MEMORY_BUDGET: set[str] = {
-    "chapters/ch08_translation.ipynb",
-    "chapters/ch09_gpt_poetry.ipynb",
-}
-
-
-def test_over_budget_list_is_not_stale():
-    stats = json.loads(STATS_FILE.read_text(encoding="utf-8"))
-    for name in OVER_MEMORY_BUDGET:
-        assert stats[name]["peak_mb"] > MEMORY_BUDGET_MB, (
-            f"{name} 已经不超过 {MEMORY_BUDGET_MB} MB：从 OVER_MEMORY_BUDGET 里删掉它"
-        )
 
 
 def test_execution_stats_merge_updates_only_the_executed_notebooks(tmp_path, monkeypatch):

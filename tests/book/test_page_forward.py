@@ -86,7 +86,7 @@ def test_the_page_translates_every_test_sentence_as_the_half_precision_package(
     assert web["greedy"] == half
     same = sum(w == f for w, f in zip(web["greedy"], full, strict=True))
     print(f"\n{same} / {len(sources)} 个测试句：网页（float16 权重）的贪心译文与 float32 的包相同")
-    assert same == len(sources)  # 第 8 章的“导出到浏览器”一节写着全部相同
+    assert same == len(sources)  # 附录“把翻译器搬进浏览器”写着全部相同
     worst = 0.0
     with torch.no_grad():
         for src, ids, rows in zip(sources, half, web["logits"], strict=False):
