@@ -54,19 +54,37 @@ class AdamW:
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
     ) -> None:
-        check_nonnegative_float("lr", lr)
-        check_nonnegative_float("eps", eps)
-        if not (
-            isinstance(betas, tuple) and len(betas) == 2 and all(0.0 <= b < 1.0 for b in betas)
-        ):
-            raise ValueError(f"betas must be a pair of numbers in [0, 1), got {betas!r}")
-        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay}
+        if isinstance(params, (Tensor, torch.nn.Module)):
+            raise TypeError(
+                f"params must be an iterable of tensors or of parameter groups, such as "
+                f"model.parameters(); got a {type(params).__name__}"
+            )
         params = list(params)
         groups = params if params and isinstance(params[0], dict) else [{"params": params}]
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay}
         self.param_groups = [{**defaults, **g, "params": list(g["params"])} for g in groups]
+        seen: set[int] = set()  # 同一个参数出现两次会每步更新两次
         for group in self.param_groups:
-            check_nonnegative_float("weight_decay", group["weight_decay"])
-        if not any(group["params"] for group in self.param_groups):
+            for name in ("lr", "eps", "weight_decay"):
+                check_nonnegative_float(name, group[name])
+            pair = group["betas"]
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise ValueError(f"betas must be a pair of numbers in [0, 1), got {pair!r}")
+            for i, beta in enumerate(pair):
+                check_nonnegative_float(f"betas[{i}]", beta)
+                if beta >= 1:
+                    raise ValueError(f"betas must be a pair of numbers in [0, 1), got {pair!r}")
+            for p in group["params"]:
+                if not isinstance(p, Tensor):
+                    raise TypeError(
+                        f"AdamW optimizes tensors, got a {type(p).__name__} among params"
+                    )
+                if id(p) in seen:
+                    raise ValueError(
+                        "a parameter appears twice in params; it would be updated twice"
+                    )
+                seen.add(id(p))
+        if not seen:
             raise ValueError("AdamW got an empty parameter list")
         self.state: dict[Tensor, dict] = {}  # 参数 → {"step": t, "m": …, "v": …}
 

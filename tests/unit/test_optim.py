@@ -39,12 +39,16 @@ def test_adamw_equals_torch_adamw_bit_for_bit_with_parameter_groups(weight_decay
     def groups(model):  # 第 9 章的分法：矩阵衰减，偏置和 LayerNorm 不衰减
         decay = [p for p in model.parameters() if p.dim() >= 2]
         rest = [p for p in model.parameters() if p.dim() < 2]
-        return [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}]
+        return [
+            {"params": decay, "weight_decay": weight_decay},
+            {"params": rest, "weight_decay": 0.0},
+        ]
 
     ours = train_steps(lambda m: AdamW(groups(m), betas=(0.9, 0.95)))
     theirs = train_steps(lambda m: torch.optim.AdamW(groups(m), betas=(0.9, 0.95)))
     assert same(ours, theirs)
-    assert not same(ours, train_steps(lambda m: AdamW(groups(m), betas=(0.9, 0.9))))  # 比较真能分出不同
+    other = train_steps(lambda m: AdamW(groups(m), betas=(0.9, 0.9)))
+    assert not same(ours, other)  # 比较真能分出不同
 
 
 def test_without_weight_decay_it_is_torch_adam():
@@ -60,16 +64,43 @@ def test_without_weight_decay_it_is_torch_adam():
         ({"eps": float("nan")}, "eps"),
         ({"betas": (0.9, 1.0)}, "betas"),
         ({"betas": 0.9}, "betas"),
+        ({"betas": ("0.9", 0.99)}, "betas"),
         ({"weight_decay": -0.1}, "weight_decay"),
     ],
 )
 def test_bad_hyperparameters_are_named(kwargs, message):
-    with pytest.raises((ValueError, TypeError), match=message):
+    with pytest.raises(ValueError, match=message):
         AdamW([torch.nn.Parameter(torch.zeros(2))], **kwargs)
 
 
-def test_an_empty_parameter_list_is_refused():
-    with pytest.raises(ValueError, match="empty parameter list"):
-        AdamW([])
-    with pytest.raises(ValueError, match="empty parameter list"):
-        AdamW(p for p in torch.nn.ReLU().parameters())
+def test_a_bad_hyperparameter_in_a_group_is_named_too():
+    group = {"params": [torch.nn.Parameter(torch.zeros(2))], "lr": float("inf")}
+    with pytest.raises(ValueError, match="lr"):
+        AdamW([group])
+
+
+def test_betas_may_be_a_list_as_in_torch():
+    w = torch.nn.Parameter(torch.zeros(2))
+    assert AdamW([w], betas=[0.9, 0.95]).param_groups[0]["betas"] == [0.9, 0.95]
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ([], "empty parameter list"),
+        ((p for p in torch.nn.ReLU().parameters()), "empty parameter list"),
+        (torch.nn.Linear(2, 2), r"model\.parameters\(\)"),
+        (torch.zeros(2, requires_grad=True), "iterable of tensors"),
+        ([1.0, 2.0], "optimizes tensors"),
+    ],
+)
+def test_params_that_are_not_a_list_of_tensors_are_refused(params, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        AdamW(params)
+
+
+def test_a_parameter_given_twice_is_refused():
+    """torch.optim 也拒绝：同一个参数出现两次，每一步会被更新两次。"""
+    w = torch.nn.Parameter(torch.zeros(2))
+    with pytest.raises(ValueError, match="appears twice"):
+        AdamW([{"params": [w]}, {"params": [w], "weight_decay": 0.0}])
