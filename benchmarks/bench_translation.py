@@ -137,8 +137,9 @@ def steps_to_target(name, model, decode, translator, examples, test, args) -> in
 def timed_steps(model, examples, args):
     """一个计时情形：每次调用接着训练 ``args.timing_steps`` 步，返回每步的秒数。"""
     optimizer = make_optimizer(model)
+    peak = warmup_lr(400, model.config.d_model, warmup=400)  # 预热的峰值；每步多少不影响用时
     for group in optimizer.param_groups:
-        group["lr"] = warmup_lr(400, model.config.d_model)  # 预热的峰值；每步多少不影响用时
+        group["lr"] = peak
     batches = itertools.cycle(iterate_batches(examples, args.batch_size, model.config.pad_id))
 
     def run_steps():
