@@ -88,11 +88,14 @@ class AdamW:
             raise ValueError("AdamW got an empty parameter list")
         self.state: dict[Tensor, dict] = {}  # 参数 → {"step": t, "m": …, "v": …}
 
-    def zero_grad(self) -> None:
-        """把梯度清掉（设为 ``None``，与 torch 的默认 ``set_to_none=True`` 一样）。"""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """把梯度清掉：默认设为 ``None``（与 torch 相同）；``set_to_none=False`` 时原地置 0。"""
         for group in self.param_groups:
             for p in group["params"]:
-                p.grad = None
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad.zero_()
 
     @torch.no_grad()
     def step(self) -> None:

@@ -104,3 +104,14 @@ def test_a_parameter_given_twice_is_refused():
     w = torch.nn.Parameter(torch.zeros(2))
     with pytest.raises(ValueError, match="appears twice"):
         AdamW([{"params": [w]}, {"params": [w], "weight_decay": 0.0}])
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_zero_grad_means_what_it_means_in_torch(set_to_none):
+    ours, theirs = (torch.nn.Parameter(torch.ones(3)) for _ in range(2))
+    for p, optimizer in ((ours, AdamW([ours])), (theirs, torch.optim.AdamW([theirs]))):
+        (p * 2).sum().backward()
+        optimizer.zero_grad(set_to_none=set_to_none)
+    assert (ours.grad is None) == (theirs.grad is None) == set_to_none
+    if not set_to_none:
+        assert torch.equal(ours.grad, theirs.grad) and not ours.grad.any()
