@@ -1,7 +1,8 @@
 """基准脚本共用的几件事：命令行参数、交替运行、计时、逐轮比值。
 
 各脚本的情形在每一轮里交替运行（先预热），比值取 **逐轮比值**（同一轮里两个情形之比）的中位数：
-机器在一次运行里的快慢起伏落在同一轮的两边，在比值里抵消。
+机器在一次运行里的快慢起伏落在同一轮的两边，在比值里抵消。``--tiny`` 是测试用的极小规模，
+只检查脚本能跑通（tests/book/test_benchmarks.py），数字没有意义。最后一行都是 JSON。
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import time
 import torch
 
 
-def options(doc: str, repeats: int, warmup: int, threads=None, **sizes: int) -> argparse.Namespace:
+def options(doc: str, repeats: int, warmup: int, threads=None, tiny=(), **sizes: int):
     """``--repeats/--warmup/--threads/--tiny`` 与脚本自己的整数尺寸（``sizes``：``vocab_size=600`` →
-    ``--vocab-size``）；``--tiny`` 把轮数降到 2 轮（预热 1 轮）。"""
+    ``--vocab-size``）；``--tiny`` 把轮数降到 2 轮（预热 1 轮），再按 ``tiny`` 改尺寸。"""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=repeats)
     parser.add_argument("--warmup", type=int, default=warmup)
@@ -26,9 +27,14 @@ def options(doc: str, repeats: int, warmup: int, threads=None, **sizes: int) -> 
     args = parser.parse_args()
     if args.tiny:
         args.repeats, args.warmup = 2, 1
+        vars(args).update(tiny)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     return args
+
+
+def header(text: str) -> None:
+    print(f"torch {torch.__version__}, CPU, threads={torch.get_num_threads()}, {text}")
 
 
 def interleave(cases: dict, repeats: int, warmup: int) -> dict[str, list[float]]:
@@ -53,3 +59,15 @@ def seconds(function) -> float:
 def paired(times: dict[str, list[float]], name: str, baseline: str) -> float:
     """逐轮比值 name / baseline 的中位数。"""
     return statistics.median(a / b for a, b in zip(times[name], times[baseline], strict=True))
+
+
+def cached_vs_full(runs: dict, repeats: int) -> tuple[dict[str, float], float, bool]:
+    """``runs`` 的两个情形 ``cached``、``full``（缓存解码与每步整段重算）：各跑一次（也是预热、
+    核对输出相同），再交替计时。返回 (各自秒数的中位数, full/cached 的逐轮比值, 输出相同)。"""
+    outputs = {name: run() for name, run in runs.items()}
+    times = interleave(
+        {name: lambda run=run: seconds(run) for name, run in runs.items()}, repeats, 0
+    )
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    same = bool(torch.equal(outputs["cached"], outputs["full"]))
+    return medians, paired(times, "full", "cached"), same

@@ -1,7 +1,7 @@
 """多头注意力的前向 + 反向耗时：tinyformer vs torch.nn.MultiheadAttention（CPU）。
 
-运行：``.venv/bin/python benchmarks/bench_attention.py [--repeats 30] [--threads N]``
-（``--tiny`` 是测试用的极小规模，只检查能跑通）。最后一行是 JSON：各情形的中位数和 ours/torch 比值。
+运行：``.venv/bin/python benchmarks/bench_attention.py [--repeats 30] [--threads N]``（``_bench.py``）。
+最后一行是 JSON：各情形的中位数和 ours/torch 比值。
 
 公平起见：
 
@@ -10,18 +10,15 @@
 - torch 默认把注意力权重在 H 个头上取平均（``average_attn_weights=True``），返回 (B, T, S)；
   我们返回每个头的 (B, H, T, S)，所以计时的代码里我们也做 ``weights.mean(dim=1)``，
   两边交出的是同一个张量（下面用 allclose 检查）。
-- 各种情形在每一轮里交替运行（interleaved），先预热，再取 N 轮的中位数；比值取 **逐轮比值**
-  （同一轮里两个情形之比）的中位数（``_bench.py``），这样机器负载的波动对各情形的影响相同，也在比值里抵消。
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-import time
 
 import torch
-from _bench import interleave, options, paired
+from _bench import header, interleave, options, paired, seconds
 
 from tinyformer import MultiHeadAttention, causal_mask, copy_from_torch
 
@@ -45,12 +42,9 @@ def _cases(ours, theirs, mask):
 
 
 def _step(function, x):
-    """一次前向 + 反向，返回耗时（秒）。"""
+    """一次前向 + 反向（``function(x)`` 返回 (输出, …)），返回耗时（秒）。"""
     x.grad = None
-    start = time.perf_counter()
-    out, _ = function(x)
-    out.sum().backward()
-    return time.perf_counter() - start
+    return seconds(lambda: function(x)[0].sum().backward())
 
 
 def _check_outputs(cases, x):
@@ -93,23 +87,21 @@ def run(mask_name: str, repeats: int, warmup: int, size) -> dict[str, float]:
     }
     for name, ratio in ratios.items():
         print(f"  ratio  {name:<40}{ratio:>6.2f}x")
+    weights, _, fused = ratios.values()
     return {
         f"{mask_name}_ours_weights_ms": round(medians[a], 3),
         f"{mask_name}_torch_weights_ms": round(medians[b], 3),
         f"{mask_name}_ours_fused_ms": round(medians[c], 3),
         f"{mask_name}_torch_fused_ms": round(medians[d], 3),
-        f"{mask_name}_ratio_weights": round(paired(times, a, b), 3),
-        f"{mask_name}_ratio_fused": round(paired(times, c, d), 3),
+        f"{mask_name}_ratio_weights": round(weights, 3),
+        f"{mask_name}_ratio_fused": round(fused, 3),
     }
 
 
 def main() -> None:
     args = options(__doc__, repeats=30, warmup=5)
     size = TINY if args.tiny else SIZE
-    print(
-        f"torch {torch.__version__}, CPU, threads={torch.get_num_threads()}, "
-        "B={} T={} C={} H={}, forward + backward, median of {}".format(*size, args.repeats)
-    )
+    header("B={} T={} C={} H={}, forward + backward, median of {}".format(*size, args.repeats))
     results = {}
     for mask_name in ("none", "causal"):
         results.update(run(mask_name, args.repeats, args.warmup, size))

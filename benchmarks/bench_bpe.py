@@ -1,11 +1,10 @@
 """字节级 BPE 的训练耗时：增量计数（``ByteBPE.train``）vs 每步重数的朴素循环 vs Hugging Face ``tokenizers``。
 
 运行：``.venv/bin/python benchmarks/bench_bpe.py [--poems 300] [--vocab-size 600] [--repeats 3] [--threads 1]``
-（``--tiny`` 是测试用的极小规模，只检查能跑通）。最后一行是 JSON：各情形的中位数和对增量版的比值。
+（``_bench.py``）。最后一行是 JSON：各情形的中位数和对增量版的比值。
 
 ``--threads 1``（默认）时 ``tokenizers`` 也只用一个线程（``TOKENIZERS_PARALLELISM=false``），与两个 Python
-版本公平比较。三种情形在每一轮里交替运行，取中位数；比值取逐轮比值的中位数（机器负载的波动在比值里抵消）。
-三者在同一份文本上学同样大小的词表；增量版与朴素版的合并表逐条相同（下面检查），与 ``tokenizers``
+版本公平比较。三者在同一份文本上学同样大小的词表；增量版与朴素版的合并表逐条相同（下面检查），与 ``tokenizers``
 的比较字节串（平手处顺序可能不同，见“中文的字节级 BPE”一章）。
 """
 
@@ -39,11 +38,10 @@ def naive(texts, vocab_size):
 
 
 def main() -> None:
-    args = options(__doc__, repeats=3, warmup=0, threads=1, poems=300, vocab_size=600)
+    tiny = dict(poems=20, vocab_size=280)
+    args = options(__doc__, repeats=3, warmup=0, threads=1, tiny=tiny, poems=300, vocab_size=600)
     if args.threads == 1:
         os.environ["TOKENIZERS_PARALLELISM"] = "false"  # 在导入 tokenizers 之前
-    if args.tiny:
-        args.poems, args.vocab_size = 20, 280
     texts = load_split("train")[: args.poems]
     cases = {
         "incremental": lambda: ByteBPE.train(texts, args.vocab_size).merges,

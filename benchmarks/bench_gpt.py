@@ -1,13 +1,11 @@
 """GPT 的训练步与生成：tinyformer.GPT vs 同尺寸的 torch.nn.TransformerEncoder（CPU）。
 
-运行：``.venv/bin/python benchmarks/bench_gpt.py [--repeats 20] [--threads N]``
-（``--tiny`` 是测试用的极小规模，只检查能跑通）。最后一行是 JSON：中位数与比值。
+运行：``.venv/bin/python benchmarks/bench_gpt.py [--repeats 20] [--threads N]``（``_bench.py``）。
 
 1. **训练步**（前向 + 交叉熵 + 反向 + AdamW）：我们的 :class:`tinyformer.GPT` 对
    "词嵌入 + 位置嵌入 + ``nn.TransformerEncoder``（``norm_first=True``、gelu、因果掩码 ``is_causal=True``）
    + LayerNorm + 与词嵌入共享权重的线性层"。两边尺寸、激活（精确 gelu）相同，权重由
-   :func:`tinyformer.copy_from_torch` 拷成一样，先核对 logits 相同。两个情形在每一轮里交替运行，
-   比值取逐轮比值的中位数（机器的快慢起伏落在同一轮的两边；目标 ≤ 1.05）。
+   :func:`tinyformer.copy_from_torch` 拷成一样，先核对 logits 相同（目标：比值 ≤ 1.05）。
 2. **生成**：``GPT.generate``（键/值缓存，每步只送入新字）对每步把整段重新送入模型，
    贪心地写 64 个字（目标：缓存快 ≥ 3 倍），一首（批量 1）与一整批（64 首）各测一次，并核对两者写出的
    编号相同。批量 1 时每步的计算很少，固定的开销（Python、每层的几次小运算）占了大头，所以加速比小于批量 64 时。
@@ -24,7 +22,7 @@ from functools import partial
 
 import torch
 import torch.nn.functional as F
-from _bench import interleave, options, paired, seconds
+from _bench import cached_vs_full, header, interleave, options, paired
 from torch import nn
 
 from tinyformer import GPT, GPTConfig, copy_from_torch
@@ -98,10 +96,7 @@ def main() -> None:
     args = options(__doc__, repeats=20, warmup=3)
     V_, B_, T_, C_, H_, L_ = TINY if args.tiny else SIZE
     new_tokens = 4 if args.tiny else NEW_TOKENS
-    print(
-        f"torch {torch.__version__}, CPU, threads={torch.get_num_threads()}, "
-        f"V={V_} B={B_} T={T_} C={C_} H={H_} layers={L_}, median of {args.repeats}"
-    )
+    header(f"V={V_} B={B_} T={T_} C={C_} H={H_} layers={L_}, median of {args.repeats}")
     ours, theirs = make_pair(V_, T_, C_, H_, L_)
     ids = torch.randint(0, V_, (B_, T_ + 1), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -129,15 +124,10 @@ def main() -> None:
             "cached": partial(ours.generate, prompt, new_tokens, greedy=True),
             "full": partial(generate_without_cache, ours, prompt, new_tokens),
         }
-        outputs = {name: run() for name, run in runs.items()}  # 也是预热
-        cases = {name: partial(seconds, run) for name, run in runs.items()}
-        gen = interleave(cases, max(3, args.repeats // 4), warmup=0)
-        speedup = paired(gen, "full", "cached")
-        identical = bool(torch.equal(outputs["cached"], outputs["full"]))
-        cached_s, full_s = (statistics.median(gen[k]) for k in ("cached", "full"))
+        medians, speedup, identical = cached_vs_full(runs, max(3, args.repeats // 4))
         print(
-            f"  generate {new_tokens} tokens, batch {rows}  cached {cached_s * 1e3:.1f} ms  "
-            f"full {full_s * 1e3:.1f} ms  speedup {speedup:.2f}x (goal >= 3)  same ids: {identical}"
+            f"  generate {new_tokens} tokens, batch {rows}  cached {medians['cached'] * 1e3:.1f} ms  "
+            f"full {medians['full'] * 1e3:.1f} ms  speedup {speedup:.2f}x (goal >= 3)  same ids: {identical}"
         )
         generation[f"generate_{new_tokens}_speedup_cached_b{rows}"] = round(speedup, 2)
         generation[f"generate_same_ids_b{rows}"] = identical

@@ -1,10 +1,8 @@
 """把删掉的内存还给操作系统的两种办法：训练一个小 GPT 慢多少、删掉模型后常驻内存少多少。
 
-运行：``.venv/bin/python benchmarks/bench_memory.py [--repeats 5] [--threads N]``
-（``--tiny`` 是测试用的极小规模，只检查能跑通）。最后一行是 JSON：各情形的中位数和对 default 的比值。
+运行：``.venv/bin/python benchmarks/bench_memory.py [--repeats 5] [--threads N]``（``_bench.py``）。
 
-三种情形，每一轮各起一个子进程（mmap 阈值是整个进程的设置，一旦固定就改不回 glibc 的自动调整），交替运行，
-比值取逐轮比值的中位数，机器负载的波动在比值里抵消：
+三种情形，每一轮各起一个子进程（mmap 阈值是整个进程的设置，一旦固定就改不回 glibc 的自动调整）：
 
 - ``default``：glibc 默认的自动阈值；
 - ``fixed``：先调用 :func:`tinyformer.book.memory.return_freed_memory`，把阈值固定在 128 KB，

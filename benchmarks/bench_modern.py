@@ -1,7 +1,6 @@
 """2017 年之后的改动的代价（CPU）：GQA/MQA 的解码与缓存，RoPE 的训练步，同一次运行里并排比较。
 
-运行：``.venv/bin/python benchmarks/bench_modern.py [--repeats 20] [--threads N]``
-（``--tiny`` 是测试用的极小规模，只检查能跑通）。最后一行是 JSON：中位数与比值。
+运行：``.venv/bin/python benchmarks/bench_modern.py [--repeats 20] [--threads N]``（``_bench.py``）。
 
 1. **解码**：同尺寸的 GPT，K、V 头数 4（多头注意力）、2（GQA）、1（MQA）。先把一段长提示送入、填满
    键/值缓存，再逐个送入新词元（贪心），计每个新词元的耗时；缓存的字节数由 ``KVCache.nbytes()`` 读出。
@@ -10,8 +9,6 @@
    学到的位置嵌入对 RoPE（两种配对布局）与 NoPE；另附 RMSNorm、SwiGLU、不要偏置各自对默认的比值，
    供“同等计算量”的比较参考。
 3. **注意力本身**（前向 + 反向，``bench_attention.py`` 的尺寸）：带 RoPE 的多头注意力对不带的。
-
-每一节的各情形在每一轮里交替运行，比值取逐轮比值的中位数（机器的快慢起伏落在同一轮的两边）。
 """
 
 from __future__ import annotations
@@ -21,9 +18,10 @@ import statistics
 import time
 
 import torch
-from _bench import interleave, options, paired
+from _bench import header, interleave, options, paired
 from bench_attention import SIZE as ATTN_SIZE
 from bench_attention import TINY as ATTN_TINY
+from bench_attention import _step
 from bench_gpt import SIZE, TINY, train_step
 
 from tinyformer import GPT, GPTConfig, KVCache, MultiHeadAttention, RotaryEmbedding, causal_mask
@@ -70,10 +68,7 @@ def main() -> None:
     V_, B_, T_, C_, H_, L_ = TINY if args.tiny else SIZE
     batch, prompt_len, new_tokens = DECODE_TINY if args.tiny else DECODE
     attn_size = ATTN_TINY if args.tiny else ATTN_SIZE
-    print(
-        f"torch {torch.__version__}, CPU, threads={torch.get_num_threads()}, "
-        f"V={V_} C={C_} H={H_} layers={L_}, median of {args.repeats}"
-    )
+    header(f"V={V_} C={C_} H={H_} layers={L_}, median of {args.repeats}")
     summary: dict[str, float] = {"threads": torch.get_num_threads()}
 
     # 1. 解码：MHA / GQA / MQA
@@ -137,15 +132,12 @@ def main() -> None:
     rotary.load_state_dict(plain.state_dict())  # 同样的权重，只差旋转
     x = torch.randn(b, t, c, requires_grad=True)
     mask = causal_mask(t)
-
-    def step(mha):
-        x.grad = None
-        start = time.perf_counter()
-        out, _ = mha(x, x, x, attn_mask=mask, need_weights=False)
-        out.sum().backward()
-        return time.perf_counter() - start
-
-    cases = {"plain attention": lambda: step(plain), "rope attention": lambda: step(rotary)}
+    cases = {
+        f"{name} attention": lambda m=mha: _step(
+            lambda x: m(x, x, x, attn_mask=mask, need_weights=False), x
+        )
+        for name, mha in (("plain", plain), ("rope", rotary))
+    }
     times = interleave(cases, args.repeats, args.warmup)
     title = f"attention forward + backward: B={b} T={t} C={c} H={h}, causal, fused path"
     ratios = report(title, times, "plain attention", "ms")

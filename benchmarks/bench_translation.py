@@ -1,7 +1,6 @@
 """第 8 章的性能数字：与同尺寸的 torch.nn.Transformer 比训练速度、训练到目标精度的步数与时间，缓存解码快多少。
 
-运行：``.venv/bin/python benchmarks/bench_translation.py``（``--help`` 列出全部选项；
-``--tiny`` 是测试用的极小规模，几秒钟跑完，数字没有意义）。
+运行：``.venv/bin/python benchmarks/bench_translation.py``（``--help`` 列出全部选项；``_bench.py``）。
 
 把"快"和"运气"分开，三个量分别测：
 
@@ -11,8 +10,7 @@
    dropout 种子），每 ``--every`` 步在留出的测试集（训练中没见过的搭配）上贪心解码，算完全匹配率和
    sacreBLEU；两个指标都达标（完全匹配 ≥ 95 %、BLEU ≥ 90）即停。
 2. **每步训练时间**。两个模型再 **交替** 训练 ``--timing-rounds`` 轮、每轮 ``--timing-steps`` 步，每轮各计一次时，
-   比值取 **逐轮比值** 的中位数（``_bench.py``）：这台虚拟机的速度在一次运行里会起伏 ±30 %，
-   短而多的交替段让起伏落在同一轮的两边。
+   比值取逐轮比值的中位数：这台虚拟机的速度在一次运行里会起伏 ±30 %，短而多的交替段让起伏落在同一轮的两边。
 3. **达到目标的时间** = 每步时间的中位数 × 达到目标的步数（比值 = 每步比值 × 步数比值）。
 
 最后比较同一个训练好的模型的缓存解码与完整重算（64、128 个词元，不在 ``<eos>`` 停，交替运行，
@@ -29,7 +27,7 @@ import warnings
 from functools import partial
 
 import torch
-from _bench import interleave, options, paired, seconds
+from _bench import cached_vs_full, interleave, options, paired, seconds
 from torch import nn
 
 from tinyformer import Transformer, TransformerConfig, sinusoidal_encoding
@@ -166,11 +164,11 @@ def main() -> None:
         test_sentences=0,
         batch_size=64,
         seed=0,
+        tiny=dict(
+            every=1, max_steps=4, timing_rounds=2, timing_steps=1, test_sentences=8, batch_size=4
+        ),
     )
     decode_tokens, decode_sentences = (4, 8) if args.tiny else (64, 128), 2 if args.tiny else 32
-    if args.tiny:
-        args.every, args.max_steps, args.timing_rounds, args.timing_steps = 1, 4, 2, 1
-        args.test_sentences, args.batch_size = 8, 4
     # torch.nn.Transformer 在推理路径上会提示嵌套张量还是原型功能；与计时无关
     warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
     print(f"torch {torch.__version__}，{torch.get_num_threads()} 个线程", flush=True)
@@ -231,18 +229,14 @@ def main() -> None:
     )
     for tokens in decode_tokens:
         runs = {
-            use_cache: partial(
-                greedy_decode, model, src, bos, eos, tokens, use_cache, stop_at_eos=False
-            )
-            for use_cache in (True, False)
+            name: partial(greedy_decode, model, src, bos, eos, tokens, use_cache, stop_at_eos=False)
+            for name, use_cache in (("cached", True), ("full", False))
         }
-        outputs = {use_cache: run() for use_cache, run in runs.items()}  # 也是预热
-        times = interleave({k: partial(seconds, run) for k, run in runs.items()}, args.repeats, 0)
-        cached, full = (statistics.median(times[k]) for k in (True, False))
-        same = bool(torch.equal(outputs[True], outputs[False]))
+        medians, speedup, same = cached_vs_full(runs, args.repeats)
+        cached, full = medians["cached"], medians["full"]
         results[f"decode_{tokens}_cached_seconds"] = round(cached, 4)
         results[f"decode_{tokens}_full_seconds"] = round(full, 4)
-        results[f"decode_{tokens}_speedup_cached"] = round(paired(times, False, True), 2)
+        results[f"decode_{tokens}_speedup_cached"] = round(speedup, 2)
         results[f"decode_{tokens}_same_tokens"] = same
         print(
             f"{len(src)} 句 × {tokens} 个词元：缓存 {cached:.3f} s，完整重算 {full:.3f} s，输出相同：{same}"
