@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tinyformer.atomic import atomic_write
+from tools.records import write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "requirements.txt"
@@ -66,5 +66,4 @@ def generate() -> str:
 
 
 if __name__ == "__main__":
-    with atomic_write(TARGET) as file:
-        file.write(generate().encode("utf-8"))
+    write_text(TARGET, generate())

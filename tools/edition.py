@@ -15,16 +15,13 @@
   每个标题带一个与网站同名的锚点 ``<a id="…"></a>``（JupyterLab、Colab、GitHub 自己给标题生成的锚点
   各不相同，显式的 ``id`` 三处都认）；引用一节的 ``{numref}``、``{ref}`` 链到笔记本里的那个标题（同一章
   ``#锚点``，别的章 ``ch04_….ipynb#锚点``），读者不离开笔记本；“第 4 章”链到那一章的笔记本；“练习 5.1”
-  等链到网站；``{eq}`` 写成“(4.1)”，带标签的
-  公式里加 ``\\tag{4.1}``；``{prf:ref}`` 写成“定理 4.1”；``(标签)=`` 行删掉。
+  等链到网站；``{eq}`` 写成“(4.1)”，带标签的公式里加 ``\\tag{4.1}``；``{prf:ref}`` 写成“定理 4.1”；``(标签)=`` 行删掉。
 - ``{term}`` 链到网站术语表里的那一条，``{cite:p}`` 写成链到参考文献页的“(Vaswani et al., 2017)”
   （标签与网站同一写法，``_ext/bib_labels.py``）。
 - 提示框、定理、证明、练习写成带粗体标题的 Markdown（提示框包在 ``<div>`` 里），可折叠的“包里的实现”
   写成 ``<details>``，里面是网站上 ``literalinclude`` 显示的同一段源码（Sphinx 自己的读取器取出）。
 - 解答：每个解答（文字的 ``{solution}``，或 ``solution-start`` 与 ``solution-end`` 之间的单元格）整个折进
-  一个 Markdown 单元格的 ``<details>``，摘要只写“练习 5.1 的解答（点击展开）”；代码写成代码块，它存着的
-  输出跟在后面（文字写成代码块，图作为单元格的附件）。``<details>`` 在 JupyterLab、Notebook 7、Colab、
-  GitHub 都折叠；代码单元格做不到：JupyterLab 折叠时仍显示第一行，GitHub 不认折叠的元数据。
+  一个 Markdown 单元格的 ``<details>``，摘要只写“练习 5.1 的解答（点击展开）”（见 :meth:`Converter.solution_cell`）。
 - 图的说明（网站上由单元格元数据 ``mystnb.figure.caption`` 排在图下）成为图下的一行“图 5.1　……”；
   网站上 ``<img>`` 的替代文字（``mystnb.image.alt``）折在它下面的“图 5.1 的文字描述”里（笔记本的图输出
   没有放替代文字的地方）。
@@ -53,14 +50,15 @@ from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
+from pybtex.database import parse_file
 from sphinx.directives.code import LiteralIncludeReader
 
 from _ext.bib_labels import author_year
 from _ext.chapter_numbers import number_text
 from _ext.cjk_typography import CJK
-from tinyformer.atomic import atomic_write
 from tools.colab_setup import repository
 from tools.execute_notebooks import WIDGET_VIEW, toc_notebooks
+from tools.records import write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"
@@ -80,8 +78,9 @@ ADMONITION_TITLES = {
     "error": "错误",
     "seealso": "参见",
 }
-# sphinx-proof 的块在网站上的名字（它的 zh_CN 译文）
+# sphinx-proof 的块在网站上的名字（它的 zh_CN 译文），与 sphinx-exercise 的练习
 PROOF_NAMES = {
+    "exercise": "练习",
     "theorem": "定理",
     "proposition": "命题",
     "corollary": "推论",
@@ -102,15 +101,6 @@ def site_url() -> str:
 def edition_notebooks() -> list[str]:
     """笔记本版包含的文件名：目录里的每个 .ipynb（.md 的附录链到网站）。"""
     return [path.name for path in toc_notebooks()]
-
-
-def myst_parser() -> MarkdownIt:
-    """网站用的同一个 MyST 解析器：``_config.yml`` 里的扩展与设置。"""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    extensions = set(config["parse"]["myst_enable_extensions"])
-    double_inline = config["sphinx"]["config"].get("myst_dmath_double_inline", False)
-    settings = MdParserConfig(enable_extensions=extensions, dmath_double_inline=double_inline)
-    return create_md_parser(settings, RendererHTML)
 
 
 COMMONMARK = MarkdownIt("commonmark")
@@ -148,7 +138,7 @@ class Site:
         self.fignumbers = env.toc_fignumbers
         self.doctrees = doctrees
         self._sections: dict[str, list] = {}
-        bib = pybtex_entries(ROOT / "references.bib")
+        bib = parse_file(str(ROOT / "references.bib")).entries
         self.citations = {key: author_year(entry) for key, entry in bib.items()}
 
     def page(self, docname: str, anchor: str = "") -> str:
@@ -157,21 +147,19 @@ class Site:
     def sections(self, docname: str) -> list[tuple[tuple[int, ...] | None, list[str]]]:
         """本页的每一节（文档顺序）：(网站上的号或 None, 它的全部锚点)。"""
         if docname not in self._sections:
-            self._sections[docname] = self._read_sections(docname)
+            with (self.doctrees / f"{docname}.doctree").open("rb") as file:
+                doctree = pickle.load(file)
+            numbers = self.secnumbers.get(docname, {})
+            self._sections[docname] = [
+                (
+                    numbers.get("" if section.parent is doctree else f"#{section['ids'][0]}"),
+                    section["ids"],
+                )
+                for section in doctree.findall(nodes.section)
+                # sphinx-exercise 的练习、解答内部的节没有标题，不是 Markdown 的标题
+                if section.children and isinstance(section[0], nodes.title)
+            ]
         return self._sections[docname]
-
-    def _read_sections(self, docname: str) -> list[tuple[tuple[int, ...] | None, list[str]]]:
-        with (self.doctrees / f"{docname}.doctree").open("rb") as file:
-            doctree = pickle.load(file)
-        numbers = self.secnumbers.get(docname, {})
-        found = []
-        for section in doctree.findall(nodes.section):
-            if not section.children or not isinstance(section[0], nodes.title):
-                continue  # sphinx-exercise 的练习、解答内部的节：没有标题，不是 Markdown 的标题
-            anchor = section["ids"][0]
-            top = section.parent is doctree
-            found.append((numbers.get("" if top else f"#{anchor}"), section["ids"]))
-        return found
 
     def number(self, docname: str, anchor: str) -> tuple[int, ...] | None:
         """图、公式、练习、定理或节的号（网站上显示的那个）。"""
@@ -194,20 +182,10 @@ class Site:
                     return docname, kind, ids[anchor]
         raise ValueError(f"anchor must be numbered on the site, got anchor={anchor!r}")
 
-    def figure_numbers(self, docname: str) -> list[tuple[int, ...]]:
-        ids = self.fignumbers.get(docname, {}).get("figure", {})
-        return sorted(ids.values())
-
     def label(self, label: str) -> tuple[str, str, str]:
         if label not in self.labels:
             raise ValueError(f"label must be defined on the site, got label={label!r}")
         return self.labels[label]
-
-
-def pybtex_entries(path: Path):
-    from pybtex.database import parse_file
-
-    return parse_file(str(path)).entries
 
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -253,6 +231,10 @@ def dotted(numbers: tuple[int, ...]) -> str:
     return ".".join(map(str, numbers))
 
 
+def details(summary: str, inner: str) -> str:
+    return f"<details>\n<summary>{summary}</summary>\n\n{inner}\n\n</details>"
+
+
 def split_role_target(text: str) -> tuple[str, str]:
     """MyST 角色的“显示文字 <目标>”写法：返回 (文字, 目标)；没有 <目标> 时两者相同。"""
     text = text.strip()
@@ -283,7 +265,8 @@ class Chapter:
     headings_seen: int = 0
     solutions: list[str] = field(default_factory=list)  # 读到的 solution-start 的练习标签
 
-    def heading(self) -> tuple[int, ...] | None:
+    def heading(self) -> tuple[tuple[int, ...] | None, list[str]]:
+        """下一节在网站上的号，与它的锚点里由标签给出的那些（``(ch02-vocab)=``）。"""
         if self.headings_seen >= len(self.sections):
             raise ValueError(
                 f"{self.docname}: 笔记本里的标题比网站上的节多，网站的构建过期了？"
@@ -292,27 +275,23 @@ class Chapter:
         number, anchors = self.sections[self.headings_seen]
         self.anchor = anchors[0]
         self.headings_seen += 1
-        return number
-
-    def labelled_anchors(self) -> list[str]:
-        """当前这一节的锚点里由标签给出的那些（``(ch02-vocab)=``）。"""
-        _, anchors = self.sections[self.headings_seen - 1]
-        return [a for a in anchors if (self.docname, a) in self.site.label_anchors]
-
-    def here(self) -> str:
-        return self.site.page(self.docname, self.anchor)
+        return number, [a for a in anchors if (self.docname, a) in self.site.label_anchors]
 
     def section_link(self) -> str:
         number = self.site.number(self.docname, self.anchor) if self.anchor else None
-        if number and len(number) > 1:
-            return f"[网站上的 {dotted(number)} 节]({self.here()})"
-        return f"[网站上的这一页]({self.here()})"
+        where = f"网站上的 {dotted(number)} 节" if number and len(number) > 1 else "网站上的这一页"
+        return f"[{where}]({self.site.page(self.docname, self.anchor)})"
 
 
 class Converter:
     def __init__(self, site: Site):
         self.site = site
-        self.md = myst_parser()
+        # 网站用的同一个 MyST 解析器：_config.yml 里的扩展与设置
+        config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+        extensions = set(config["parse"]["myst_enable_extensions"])
+        double_inline = config["sphinx"]["config"].get("myst_dmath_double_inline", False)
+        settings = MdParserConfig(enable_extensions=extensions, dmath_double_inline=double_inline)
+        self.md = create_md_parser(settings, RendererHTML)
 
     # ---- 块
 
@@ -355,10 +334,10 @@ class Converter:
         if token.type in PROSE_BLOCKS and not any(t.type in ("fence", "code_block") for t in group):
             text = CJK_NEWLINE.sub("", text)
         if token.type == "heading_open":
-            number = chapter.heading()
+            number, labelled = chapter.heading()
             title = text[len(token.markup) :].strip()
             # 与网站同名的锚点（节的标签）：引用这一节的链接（#锚点、ch04_….ipynb#锚点）跳到这里
-            anchors = "".join(f'<a id="{a}"></a>' for a in chapter.labelled_anchors())
+            anchors = "".join(f'<a id="{a}"></a>' for a in labelled)
             return f"{token.markup} {number_text(number) if number else ''}{title}{anchors}\n"
         return text
 
@@ -375,15 +354,15 @@ class Converter:
             if title in SITE_ONLY_ADMONITIONS:
                 return ""
             inner = self.markdown(content, chapter).strip("\n")
-            title_html = self.inline_html(title, chapter)
+            title_html = COMMONMARK.renderInline(self.inline(None, title, chapter))
             if "dropdown" in options.get("class", ""):
-                return f"<details>\n<summary>{title_html}</summary>\n\n{inner}\n\n</details>\n"
+                return details(title_html, inner) + "\n"
             kind = "warning" if name in ("warning", "caution", "danger", "error") else "info"
             return (
                 f'<div class="alert alert-block alert-{kind}">\n\n'
                 f"**{title_html}**\n\n{inner}\n\n</div>\n"
             )
-        if name.startswith("prf:"):
+        if name.startswith("prf:") or name == "exercise":
             kind = name.removeprefix("prf:")
             inner = self.markdown(content, chapter).strip("\n")
             if kind == "proof":
@@ -391,10 +370,6 @@ class Converter:
             number = self.site.number(chapter.docname, options["label"])
             title = f"（{self.inline(None, argument, chapter)}）" if argument else ""
             return self.lead(f"**{PROOF_NAMES[kind]} {dotted(number)}**{title}", inner)
-        if name == "exercise":
-            number = self.site.number(chapter.docname, options["label"])
-            inner = self.markdown(content, chapter).strip("\n")
-            return self.lead(f"**练习 {dotted(number)}**", inner)
         if name == "solution":
             inner = self.markdown(content, chapter).strip("\n")
             return self.folded_solution(argument, inner, chapter)
@@ -426,8 +401,7 @@ class Converter:
     def folded_solution(self, label: str, inner: str, chapter: Chapter) -> str:
         """练习 ``label`` 的解答折进 ``<details>``：摘要里只有练习的号，答案要点开才看得到。"""
         number = self.site.number(chapter.docname, label)
-        summary = f"练习 {dotted(number)} 的解答（点击展开）"
-        return f"<details>\n<summary>{summary}</summary>\n\n{inner}\n\n</details>\n"
+        return details(f"练习 {dotted(number)} 的解答（点击展开）", inner) + "\n"
 
     def literalinclude(self, argument: str, options: dict[str, str]) -> str:
         """网站上 ``literalinclude`` 显示的那段源码（用 Sphinx 自己的读取器取出）。"""
@@ -460,9 +434,6 @@ class Converter:
             cursor = start + len(original)
         out.append(source[cursor:])
         return "".join(out)
-
-    def inline_html(self, text: str, chapter: Chapter) -> str:
-        return COMMONMARK.renderInline(self.inline(None, text, chapter))
 
     def role(self, name: str, content: str, chapter: Chapter) -> str:
         site = self.site
@@ -524,26 +495,24 @@ class Converter:
         nb = nbformat.read(path, as_version=4)
         docname = f"chapters/{path.stem}"
         chapter = Chapter(self.site, docname, self.site.sections(docname))
-        figures = iter(self.site.figure_numbers(docname))
+        figures = iter(sorted(self.site.fignumbers.get(docname, {}).get("figure", {}).values()))
         cells: list = []
         solution: list | None = None  # 正在读的解答：它的单元格（到 solution-end 为止）
         for cell in nb.cells:
             if cell.cell_type == "markdown":
                 before = len(chapter.solutions)
                 text = self.markdown(cell.source, chapter).strip("\n")
-                if any(t.info.startswith("{raw}") for t in self.md.parse(cell.source)):
+                fences = [t.info for t in self.md.parse(cell.source) if t.info]
+                if any(info.startswith("{raw}") for info in fences):
                     # 嵌入网页部件的单元格（第 8 章的浏览器内翻译器和它上面写给网页读者的说明）：
                     # 整格只属于网站，换成一行说明与链接
                     text = self.directive("raw", "", "", chapter).strip("\n")
                 if len(chapter.solutions) > before:
                     solution = []
-                ends = "solution-end" in "".join(
-                    t.info for t in self.md.parse(cell.source) if t.type == "fence"
-                )
                 if text:
                     new = nbformat.v4.new_markdown_cell(text, id=cell.get("id"))
                     (solution if solution is not None else cells).append(new)
-                if ends:
+                if any(info.startswith("{solution-end}") for info in fences):
                     if solution is None:
                         raise ValueError(f"{docname}: solution-end 前面没有 solution-start")
                     cells.append(self.solution_cell(solution, chapter))
@@ -571,9 +540,8 @@ class Converter:
                 text = f"**图 {number}**　{self.inline(None, mystnb['figure']['caption'], chapter)}"
                 if alt := mystnb.get("image", {}).get("alt"):
                     # 网站上图的替代文字：笔记本的图输出没有放它的地方，折在图的说明下面
-                    text += (
-                        f"\n\n<details>\n<summary>图 {number} 的文字描述</summary>\n\n"
-                        f"{self.inline(None, alt, chapter)}\n\n</details>"
+                    text += "\n\n" + details(
+                        f"图 {number} 的文字描述", self.inline(None, alt, chapter)
                     )
                 caption = nbformat.v4.new_markdown_cell(text, id=f"{cell.id}-caption")
             new = [c for c in (cell, site_only, caption) if c is not None]
@@ -636,20 +604,14 @@ def build(site: Site | None = None) -> dict[str, str]:
 
 def stale(files: dict[str, str]) -> list[str]:
     """与 ``files`` 不一致的 edition/ 文件（缺的、内容不同的、多余的）。"""
-    on_disk = {p.name for p in EDITION.glob("*.ipynb")}
-    wrong = [
-        name
-        for name, text in files.items()
-        if not (EDITION / name).exists() or (EDITION / name).read_text("utf-8") != text
-    ]
-    return sorted(wrong + sorted(on_disk - set(files)))
+    on_disk = {p.name: p.read_text("utf-8") for p in EDITION.glob("*.ipynb")}
+    return sorted(name for name in on_disk | files if on_disk.get(name) != files.get(name))
 
 
 def write(files: dict[str, str]) -> None:
     EDITION.mkdir(exist_ok=True)
     for name, text in files.items():
-        with atomic_write(EDITION / name) as file:
-            file.write(text.encode("utf-8"))
+        write_text(EDITION / name, text)
     for extra in {p.name for p in EDITION.glob("*.ipynb")} - set(files):
         (EDITION / extra).unlink()
 
