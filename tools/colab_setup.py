@@ -56,14 +56,7 @@ def setup_source(extras: tuple[str, ...] = ()) -> str:
 
 def sync_setup_cell(nb) -> None:
     """让笔记本的第一个单元格成为最新的安装单元格（没有就插入一个）。"""
-    cells = nb.cells
-    if cells and "colab-setup" in cells[0].get("metadata", {}).get("tags", []):
-        cells[0].source = setup_source(extras_needed(nb))
-        cells[0].metadata["tags"] = list(TAGS)
-    else:
-        cells.insert(
-            0,
-            nbformat.v4.new_code_cell(
-                setup_source(extras_needed(nb)), metadata={"tags": list(TAGS)}
-            ),
-        )
+    if not (nb.cells and "colab-setup" in nb.cells[0].get("metadata", {}).get("tags", [])):
+        nb.cells.insert(0, nbformat.v4.new_code_cell())
+    nb.cells[0].source = setup_source(extras_needed(nb))
+    nb.cells[0].metadata["tags"] = list(TAGS)

@@ -34,7 +34,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from tools.colab_setup import sync_setup_cell
-from tools.records import cpu_model, today, write_json, write_text
+from tools.records import machine, write_json, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ID = re.compile(r"[0-9a-f]{32}")
@@ -55,15 +55,8 @@ def stable_widget_ids(text: str, model_ids: list[str], name: str) -> str:
         old: hashlib.md5(f"{name}:{i}".encode()).hexdigest() for i, old in enumerate(model_ids)
     }
 
-    def replace(match: re.Match) -> str:
-        old = match.group(0)
-        if old not in model_ids:  # 不是控件 id 的 32 位十六进制串原样保留
-            return old
-        if old not in mapping:
-            mapping[old] = hashlib.md5(f"{name}:{len(mapping)}".encode()).hexdigest()
-        return mapping[old]
-
-    return MODEL_ID.sub(replace, text)
+    # 不是控件 id 的 32 位十六进制串原样保留
+    return MODEL_ID.sub(lambda match: mapping.get(match.group(0), match.group(0)), text)
 
 
 def ordered_widget_state(nb, models: dict) -> dict:
@@ -81,11 +74,8 @@ def ordered_widget_state(nb, models: dict) -> dict:
         for ref in re.findall(r"IPY_MODEL_([0-9a-f]{32})", json.dumps(state, sort_keys=True)):
             visit(ref)
 
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            view = output.get("data", {}).get("application/vnd.jupyter.widget-view+json")
-            if view:
-                visit(view["model_id"])
+    for model_id in widget_view_ids(nb):
+        visit(model_id)
     rest = sorted(set(models) - set(order), key=lambda m: json.dumps(models[m], sort_keys=True))
     return {m: models[m] for m in order + rest}
 
@@ -186,12 +176,10 @@ def stats_entry(seconds: float, peak_bytes: int) -> dict:
     return {
         "seconds": round(seconds, 1),
         "peak_mb": round(peak_bytes / 1e6),
-        "date": today(),
         "python": platform.python_version(),
-        "torch": version("torch"),
         "tinyformer": version("tinyformer"),
-        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
+        **machine(),  # torch、date、cpu
     }
 
 
