@@ -49,14 +49,6 @@ def run(*args: str | os.PathLike, label: str = "", env: dict[str, str] | None = 
         print(f"[用时] {label}：{time.perf_counter() - start:.0f} 秒", flush=True)
 
 
-def reachable(url: str, seconds: float = 5) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=seconds):
-            return True
-    except OSError:
-        return False
-
-
 def torch_index_options() -> list[str]:
     """pip 的额外索引：Linux 上默认加 PyTorch 的 CPU 索引（TORCH=cuda 时不加，用 PyPI 的 CUDA 版）。
 
@@ -68,7 +60,9 @@ def torch_index_options() -> list[str]:
     # macOS、Windows 上 PyPI 的 torch 本来就是 CPU 版
     if variant == "cuda" or sys.platform != "linux":
         return []
-    if not reachable(f"{TORCH_CPU_INDEX}/torch/"):
+    try:
+        urllib.request.urlopen(f"{TORCH_CPU_INDEX}/torch/", timeout=5).close()
+    except OSError:
         print(f"+ # 连不上 {TORCH_CPU_INDEX}，只用 pip 已配置的索引", flush=True)
         return []
     return ["--extra-index-url", TORCH_CPU_INDEX]
@@ -106,7 +100,6 @@ def book() -> None:
 
 
 def edition() -> None:
-    """笔记本版 edition/（Colab、Binder、GitHub 打开的那一份）与 binder/requirements.txt。"""
     run(PY, "-m", "tools.edition", label="笔记本版")
     run(PY, "-m", "tools.binder_requirements")
 
@@ -126,10 +119,7 @@ NBVAL = ("--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval
 
 
 def test(*pytest_args: str) -> None:
-    """ruff、单元测试、文档测试、网站与浏览器测试、各章 nbval；再在两种强制的 CPU 配置下各跑一遍 nbval。
-
-    给了参数（例如 ``-k attention``）时只运行一次带这些参数的 pytest（含 nbval），方便改代码时挑着测。
-    """
+    # 给了参数（例如 -k attention）时只运行一次带这些参数的 pytest（含 nbval），方便改代码时挑着测
     if pytest_args:
         run(PY, "-m", "pytest", *NBVAL, *pytest_args, label="pytest")
         return
@@ -147,7 +137,6 @@ def execute(*notebooks: str) -> None:
 
 
 def dev() -> None:
-    """README 提到的开发工具：pre-commit（提交前检查）与 jupyterlab（本地打开各章）。"""
     run(PY, "-m", "pip", "install", "-e", ".[dev]")
     run(BIN / "pre-commit", "install")
 

@@ -124,9 +124,7 @@ def main() -> None:
     try:
         for page in pages:
             runs = [lighthouse(base + page) for _ in range(args.runs)]
-            breakdown = runs[-1].pop("breakdown")
-            for r in runs[:-1]:
-                del r["breakdown"]
+            breakdown = [r.pop("breakdown") for r in runs][-1]
             results[page] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             row = results[page]
             print(

@@ -89,8 +89,7 @@ def serve(folder: Path) -> Iterator[str]:
     """在 127.0.0.1 的空闲端口上提供 ``folder``，返回根地址。"""
     handler = functools.partial(QuietHandler, directory=str(folder))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_port}"
     finally:
@@ -99,19 +98,9 @@ def serve(folder: Path) -> Iterator[str]:
 
 
 def build_single_page() -> None:
-    jupyter_book = Path(sys.executable).parent / "jupyter-book"
-    command = [
-        str(jupyter_book),
-        "build",
-        ".",
-        "--builder",
-        "singlehtml",
-        "-W",
-        "-n",
-        "--keep-going",
-    ]
-    print("+", " ".join(command[1:]), flush=True)
-    subprocess.run(command, cwd=ROOT, check=True)
+    command = ["build", ".", "--builder", "singlehtml", "-W", "-n", "--keep-going"]
+    print("+", " ".join(command), flush=True)
+    subprocess.run([Path(sys.executable).parent / "jupyter-book", *command], cwd=ROOT, check=True)
 
 
 def print_pdf(site: Path, page: str, out: Path) -> None:

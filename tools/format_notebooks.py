@@ -3,9 +3,9 @@
     python -m tools.format_notebooks                      # chapters/ 里的全部笔记本
     python -m tools.format_notebooks chapters/ch05_*.ipynb
 
-行宽是 ``chapters/ruff.toml`` 的 ``line-length``（83 列：1366 px 宽的窗口里，练习解答框中的
-代码框放得下的等宽字符数，汉字按两列计，见那里的说明）。每个笔记本重复下面三步，直到不再变化，再按 ``tools/execute_notebooks.py`` 的写法
-（``nbformat.writes``）写回，输出、元数据一字不动：
+行宽是 ``chapters/ruff.toml`` 的 ``line-length``（代码框放得下的列数，汉字按两列计，见那里的说明）。
+每个笔记本重复下面三步，直到不再变化，再按 ``tools/execute_notebooks.py`` 的写法（``nbformat.writes``）
+写回，输出、元数据一字不动：
 
 1. 超宽的注释：跟在代码后面的移到那一行的上方（本书的风格：长注释写在上一行）；独占一行的在原缩进上
    按显示宽度折成几行；
@@ -41,7 +41,6 @@ RUFF = Path(sys.executable).parent / "ruff"
 
 
 def line_length() -> int:
-    """``chapters/ruff.toml`` 里的行宽（代码框放得下的列数）。"""
     match = re.search(r"^line-length\s*=\s*(\d+)", RUFF_CONFIG.read_text("utf-8"), re.M)
     return int(match.group(1))
 
@@ -80,7 +79,6 @@ def _units(text: str) -> list[str]:
 
 
 def _good_break(unit: str) -> bool:
-    """这一小段之后是好的断行处：标点之后。"""
     return unit.rstrip()[-1:] in GOOD_BREAK
 
 
@@ -133,7 +131,7 @@ def wrap_docstring(indent: str, quote: str, body: str, width: int) -> list[str]:
 
 
 def wrap_long_comments(source: str, width: int) -> str:
-    """折超宽的注释（见模块说明第 2 步）；代码本身不动。解析不了的单元格原样返回。"""
+    """第 1 步；代码本身不动。解析不了的单元格原样返回。"""
     lines = source.split("\n")
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
@@ -218,13 +216,8 @@ def _literal(prefix: str, quote: str, body: str) -> str:
 
 
 def split_long_strings(source: str, width: int) -> str:
-    """把超宽的单行字符串切成相邻的几段（隐式拼接，值不变，所以打印的输出也不变）。
-
-    独占一行的三引号字符串（文档字符串）折成几行，只有空白变了。
-
-    优先在中文标点、空格之后切；不在括号里的字符串外面加一对括号。切好后由 ruff format 排版，
-    仍太长的段下一轮再切。
-    """
+    """第 3 步：优先在中文标点、空格之后切；不在括号里的字符串外面加一对括号。切好后由 ruff format
+    排版，仍太长的段下一轮再切。"""
     try:
         spans = _string_spans(source)
     except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -290,11 +283,8 @@ def ruff(notebook_text: str, path: Path, *args: str) -> str:
 
 
 def format_sources(nb, path: Path, width: int) -> None:
-    """就地改 ``nb`` 里代码单元格的源码，直到 ruff 与折行都不再改它。
-
-    每一轮：先把超宽的行尾注释移到上一行（否则 ruff 为了放下注释把代码拆成好几行），
-    再交给 ruff，最后切开仍超宽的字符串。
-    """
+    """就地改 ``nb`` 里代码单元格的源码，直到三步都不再改它。行尾注释先移走：否则 ruff 为了放下
+    注释把代码拆成好几行。"""
     code_cells = [cell for cell in nb.cells if cell.cell_type == "code"]
     for _ in range(5):
         before = [cell.source for cell in code_cells]
