@@ -74,10 +74,9 @@ def main() -> None:
     # 1. 解码：MHA / GQA / MQA
     max_len = prompt_len + new_tokens + 1
     prompt = torch.randint(0, V_, (batch, prompt_len), generator=torch.Generator().manual_seed(1))
-    mha, gqa, mqa = (
-        f"{kind} (kv heads {kv})" for kind, kv in (("MHA", H_), ("GQA", H_ // 2), ("MQA", 1))
-    )
-    kv_heads = {mha: H_, gqa: H_ // 2, mqa: 1}
+    kinds = (("MHA", H_), ("GQA", H_ // 2), ("MQA", 1))
+    kv_heads = {f"{kind} (kv heads {kv})": kv for kind, kv in kinds}
+    mha, gqa, mqa = kv_heads
     models = {
         name: make_gpt(V_, max_len, C_, H_, L_, num_kv_heads=kv).eval()
         for name, kv in kv_heads.items()

@@ -5,9 +5,7 @@
 Binder（repo2docker）读 ``binder/`` 时不看根目录的 requirements.txt，所以那里要另一份。它取
 requirements.txt 里除了构建网站、跑测试的工具（``BUILD_AND_TEST``）以外的每一行固定版本，原样带上它们上方
 的注释；torch 换成 PyTorch CPU 索引里的 ``+cpu`` 版（Binder 没有 GPU，PyPI 上 Linux 的 torch 是几 GB 的
-CUDA 版）。``postBuild`` 用 ``--no-deps`` 安装本包，所以包的依赖都得在这里。
-tests/book/test_edition.py 检查文件与生成的一致，并用 ``ast`` 读各章代码里的 import：每个第三方模块都由
-这里的某个发行包提供。
+CUDA 版）。``postBuild`` 用 ``--no-deps`` 安装本包，所以包的依赖都得在这里（tests/book/test_edition.py 检查）。
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@
 3. 写到 ``_build/pdf/tinyformer.pdf``，再复制到 ``_build/html/tinyformer.pdf``（网页的下载菜单链接它）。
 
 没有 chromium 时（``apt-get install chromium fonts-noto-cjk``）说明原因并以状态 2 退出。
-``tests/book/test_book_pdf.py`` 检查页数、每章都在、中文可以提取、没有缺字。
 """
 
 from __future__ import annotations
