@@ -166,9 +166,6 @@ class Site:
         for ids in self.fignumbers.get(docname, {}).values():
             if anchor in ids:
                 return ids[anchor]
-        numbers = self.secnumbers.get(docname, {})
-        if f"#{anchor}" in numbers:
-            return numbers[f"#{anchor}"]
         for number, anchors in self.sections(docname):
             if anchor in anchors:
                 return number
