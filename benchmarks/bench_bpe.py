@@ -4,8 +4,8 @@
 （``_bench.py``）。最后一行是 JSON：各情形的中位数和对增量版的比值。
 
 ``--threads 1``（默认）时 ``tokenizers`` 也只用一个线程（``TOKENIZERS_PARALLELISM=false``），与两个 Python
-版本公平比较。三者在同一份文本上学同样大小的词表；增量版与朴素版的合并表逐条相同（下面检查），与 ``tokenizers``
-的比较字节串（平手处顺序可能不同，见“中文的字节级 BPE”一章）。
+版本公平比较。三者在同一份文本上学同样大小的词表；增量版与朴素版（tests/unit/test_bpe.py 的参考实现）的
+合并表逐条相同（下面检查），与 ``tokenizers`` 的比较字节串（平手处顺序可能不同，见“中文的字节级 BPE”一章）。
 """
 
 from __future__ import annotations
@@ -13,28 +13,13 @@ from __future__ import annotations
 import json
 import os
 import statistics
-from collections import Counter
 from functools import partial
-from itertools import pairwise
 
 from _bench import interleave, options, paired, seconds
 
-from tinyformer.bpe import ByteBPE, merge_pair
+from tests.unit.test_bpe import naive_train as naive
+from tinyformer.bpe import ByteBPE
 from tinyformer.poetry.corpus import load_split
-
-
-def naive(texts, vocab_size):
-    """每一步把所有相邻对重新数一遍（章里的教学版）。"""
-    words = [list(text.encode("utf-8")) for text in texts]
-    merges = []
-    while len(merges) < vocab_size - 256:
-        counts = Counter(pair for w in words for pair in pairwise(w))
-        best = min(counts, key=lambda p: (-counts[p], p))
-        if counts[best] < 2:
-            break
-        merges.append(best)
-        words = [merge_pair(w, best, 255 + len(merges)) for w in words]
-    return merges
 
 
 def main() -> None:
