@@ -13,7 +13,6 @@ import sys
 import textwrap
 
 import pytest
-import torch
 
 from tests.kit import tiny_translator
 from tinyformer.atomic import atomic_write
@@ -146,10 +145,3 @@ def test_full_disk_keeps_the_previous_checkpoint(tmp_path):
     assert stderr.startswith("错误：检查点 ")
     assert "写不进去（文件太大（超出了系统的限制））" in stderr and "原来的文件保持不变" in stderr
     assert files == ["child.py", "zh_en.safetensors"]
-
-
-def test_checkpoint_written_through_atomic_write_loads(tmp_path):
-    # torch.save 写进 atomic_write 给的文件对象，与直接写路径得到同样能读的检查点
-    with atomic_write(tmp_path / "t.pt") as file:
-        torch.save({"x": torch.arange(3)}, file)
-    assert torch.equal(torch.load(tmp_path / "t.pt", weights_only=True)["x"], torch.arange(3))

@@ -78,11 +78,6 @@ def test_top_k_only_samples_from_the_k_most_likely():
         assert all(out[b, -1] in top3[b] for b in range(B))
 
 
-def test_learned_position_embedding_shape():
-    model = _model()
-    assert model.position_embedding.weight.shape == (16, C)
-
-
 def test_gpt_names_its_parts_like_the_transformer():
     """同一个部件在 GPT 与编码器–解码器里同名（issue 28）：配置的 ``tie_output``，模块的 ``output``、
     ``decoder_norm``。从前 GPT 叫 ``tie_weights``、``lm_head``、``final_norm``。"""

@@ -250,6 +250,7 @@ def test_bias_false_leaves_no_bias_parameters(norm, ffn):
 def test_rope_and_nope_have_no_position_embedding():
     learned, rope, nope = (tiny_gpt(position=p) for p in ("learned", "rope", "none"))
     assert rope.position_embedding is None and nope.position_embedding is None
+    assert learned.position_embedding.weight.shape == (16, C)  # (max_len, C)
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     assert count(learned) - count(rope) == count(learned) - count(nope) == 16 * C  # max_len·C
     assert rope.state_dict().keys() == nope.state_dict().keys()  # cos/sin 表不存进权重
