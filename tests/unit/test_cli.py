@@ -4,8 +4,6 @@
 """
 
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -89,20 +87,6 @@ def test_one_exit_code_per_kind_of_error(command, argv, code):
     if code != 0:
         errors = [line for line in err.splitlines() if not line.startswith("提示：")]
         assert len(errors) == 1 and errors[0].startswith("错误：") and "Traceback" not in err, err
-
-
-def test_sigterm_in_a_real_process_exits_143():
-    code = (
-        "import os, signal, sys\n"
-        "from tinyformer.translation import cli\n"
-        "def main():\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "sys.exit(cli.run(main))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 143 and result.stderr.startswith("错误：被终止（SIGTERM）")
 
 
 def test_translate_loads_the_model_once_and_builds_it_once(monkeypatch):
