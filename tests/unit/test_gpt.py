@@ -28,7 +28,8 @@ def test_shapes_and_tied_weights(norm_first):
     model = _model(norm_first=norm_first)
     assert model(_ids()).shape == (B, T, V)
     assert model.output.weight is model.token_embedding.embedding.weight
-    assert _model(tie_output=False).output.weight is not _model().token_embedding.embedding.weight
+    untied = _model(tie_output=False)
+    assert untied.output.weight is not untied.token_embedding.embedding.weight
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
