@@ -1,9 +1,7 @@
 """atomic.py：写到一半被打断（异常、SIGINT、SIGTERM、SIGKILL、文件大小上限）时旧文件原封不动。
 
-杀进程的测试真的启动 ``python -m tinyformer.translation train --steps 1``（子进程里把评估换成常数、
-把 ``torch.save`` 换成"写一半就停下来等"），在它正写检查点的时候发信号，然后检查：
-原来的检查点还能读、内容没变；能清理的（SIGINT、SIGTERM、磁盘满）没留下临时文件；
-命令行只在 stderr 上打印一行 ``错误：…``。
+杀进程的测试真的启动 ``python -m tinyformer.translation train --steps 1``（见 ``CHILD``：写检查点时
+写一半就停下来等），在它正写检查点的时候发信号。
 """
 
 import os
