@@ -4,22 +4,15 @@
 的输出里抄来的期望值。
 """
 
-import contextlib
 import dataclasses
 import hashlib
-import logging
 import os
 import subprocess
 import sys
 
 import pytest
 
-from tinyformer.text import (
-    ZhTokenizer,
-    detokenize_en,
-    tokenize_en,
-    tokenize_zh,
-)
+from tinyformer.text import ZhTokenizer, detokenize_en, tokenize_en
 from tinyformer.translation.corpus import (
     HELD_OUT,
     MOODS,
@@ -133,7 +126,6 @@ def test_splits_disjoint_and_no_duplicates(corpus):
     for i in range(3):
         for j in range(i + 1, 3):
             assert not {p.zh for p in splits[i]} & {p.zh for p in splits[j]}
-            assert not set(splits[i]) & set(splits[j])
 
 
 def test_same_chinese_never_two_english(pairs):
@@ -157,13 +149,10 @@ def test_held_out_combinations_only_in_test(corpus):
         assert any(is_held_out(p, [combination]) for p in corpus.test), combination
 
 
-def test_held_out_parts_and_words_seen_in_train(corpus):
+def test_held_out_parts_seen_in_train(corpus):
     for slot_a, value_a, slot_b, value_b in HELD_OUT:
         assert any(getattr(p, slot_a) == value_a for p in corpus.train)
         assert any(getattr(p, slot_b) == value_b for p in corpus.train)
-    train_words = {w for p in corpus.train for w in p.zh_words + tuple(tokenize_en(p.en))}
-    test_words = {w for p in corpus.test for w in p.zh_words + tuple(tokenize_en(p.en))}
-    assert test_words <= train_words
 
 
 def test_vocab_from_train_only_covers_test(corpus):
@@ -278,27 +267,8 @@ def test_jieba_segments_every_sentence_as_the_grammar_intends(pairs):
     for p in pairs:
         assert "".join(p.zh_words) == p.zh
         assert corpus_tokenizer(p.zh) == list(p.zh_words), p.zh
-
-
-def test_negation_is_its_own_word():
-    # 语料的分词器总把“不/没 + 单字动词”切开；本书通用的 tokenize_zh（jieba 的默认词典）不受影响
-    assert corpus_tokenizer("他们明天不去学校。") == ["他们", "明天", "不", "去", "学校", "。"]
-    assert corpus_tokenizer("我们不吃苹果。") == ["我们", "不", "吃", "苹果", "。"]
-    assert corpus_tokenizer("他昨天没买衣服。") == ["他", "昨天", "没", "买", "衣服", "。"]
+    # 语料之外的句子照 jieba 的词典切（只多切开“不/没 + 单字动词”，见 test_global_state.py）
     assert corpus_tokenizer("我爱北京天安门") == ["我", "爱", "北京", "天安门"]
-    assert tokenize_zh("他们明天不去学校。") == ["他们", "明天", "不去", "学校", "。"]
-
-
-@contextlib.contextmanager
-def jieba_quiet():
-    import jieba
-
-    level = jieba.default_logger.level
-    jieba.setLogLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        jieba.setLogLevel(level)
 
 
 def test_compact_dictionary_segments_exactly_as_jieba():
@@ -307,8 +277,7 @@ def test_compact_dictionary_segments_exactly_as_jieba():
     import jieba
 
     reference = jieba.Tokenizer()
-    with jieba_quiet():
-        reference.initialize()
+    reference.initialize()
     ours = ZhTokenizer()
     texts = [
         "我们在BP石油公司的4S店里看见一只猴子偂偷吃了QQ糖。",

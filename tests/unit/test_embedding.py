@@ -1,4 +1,4 @@
-"""embedding.py：嵌入 = one-hot @ E（×√d_model）；权重可以手动设置、共享。"""
+"""embedding.py：嵌入 = one-hot @ E（×√d_model）；权重可以手动设置。"""
 
 import math
 
@@ -19,13 +19,6 @@ def test_embedding_equals_one_hot_times_weight():
     torch.testing.assert_close(emb(ids), expected)
 
 
-def test_without_scale_is_a_plain_lookup():
-    torch.manual_seed(0)
-    emb = TokenEmbedding(V, C, scale=False)
-    ids = torch.tensor([[3, 1]])
-    torch.testing.assert_close(emb(ids)[0], emb.embedding.weight[[3, 1]])
-
-
 def test_weights_can_be_set_by_hand():
     # 第 2 章的手算例子：把 E 设成给定的 5×3 矩阵，查表得到对应的行
     E = torch.arange(15, dtype=torch.float32).reshape(5, 3)
@@ -42,10 +35,3 @@ def test_padding_idx_row_is_zero_and_gets_no_gradient():
     emb(torch.tensor([[0, 1, 0]])).sum().backward()
     assert (emb.embedding.weight.grad[0] == 0).all()
     assert (emb.embedding.weight.grad[1] != 0).any()
-
-
-def test_weight_can_be_tied():
-    emb = TokenEmbedding(V, C)
-    output = torch.nn.Linear(C, V, bias=False)
-    output.weight = emb.embedding.weight
-    assert output.weight is emb.embedding.weight

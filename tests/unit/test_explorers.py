@@ -16,14 +16,14 @@ from tinyformer import sinusoidal_encoding
 from tinyformer.book import explorers
 
 
-def bound_params(chart) -> dict:
-    """图里绑定到控件的参数：名字 -> (初始值, 控件的取值列表；滑块给出 (min, max, step))。"""
-    spec = chart.to_dict()
-    params = spec.get("params", [])
-    for sub in spec.get("layer", []) + spec.get("vconcat", []):
-        params = params + sub.get("params", [])
+def bound_params(spec: dict) -> dict:
+    """规格（连同子图）里绑定到控件的参数：名字 -> (初始值, 控件的取值列表；滑块给出 (min, max, step))。"""
     found = {}
-    for p in params:
+    for sub in spec.get("layer", []) + spec.get("vconcat", []):
+        found |= bound_params(sub)
+    for p in spec.get("params", []):
+        if "bind" not in p:
+            continue
         bind = p["bind"]
         if bind["input"] == "range":
             values = (bind["min"], bind["max"], bind["step"])
@@ -35,10 +35,10 @@ def bound_params(chart) -> dict:
     return found
 
 
-def assert_controls_cover_data(chart, rows, fields):
-    """每个控件的每个取值在数据里都有行；初始值也是其中之一。fields：参数名 -> 数据列名。"""
-    for name, (value, values) in bound_params(chart).items():
-        column = {row[fields.get(name, name)] for row in rows}
+def assert_controls_cover_data(chart, rows):
+    """每个控件的每个取值在数据里都有行（数据列与参数同名）；初始值也是其中之一。"""
+    for name, (value, values) in bound_params(chart.to_dict()).items():
+        column = {row[name] for row in rows}
         if isinstance(values, tuple):  # 滑块
             low, high, step = values
             values = list(range(low, high + 1, step))
@@ -122,11 +122,16 @@ def test_encoder_decoder_masks():
     "name",
     ["embedding_scale", "positional_curves", "relative_position", "attention", "encoder_decoder"],
 )
-def test_explorer_embeds_its_data_and_every_control_value_has_data(name):
+def test_explorer_embeds_its_data_within_budget_and_every_control_value_has_data(name):
     chart = getattr(explorers, f"{name}_explorer")()
     rows = explorers.chart_rows(chart)
     assert rows == getattr(explorers, f"{name}_data")()
-    assert_controls_cover_data(chart, rows, {})
+    assert_controls_cover_data(chart, rows)
+    size = sum(
+        len(json.dumps(table, ensure_ascii=False, separators=(",", ":")).encode())
+        for table in explorers.chart_datasets(chart)
+    )
+    assert 0 < size <= explorers.DATA_BUDGET
 
 
 def test_dependency_rnn_gradient_decays_with_distance_and_attention_does_not():
@@ -237,21 +242,6 @@ def test_without_vl_convert_the_html_has_no_picture(monkeypatch):
     assert "data:image/png" not in html
 
 
-def test_chart_data_fits_the_budget():
-    for make in (
-        explorers.embedding_scale_explorer,
-        explorers.positional_curves_explorer,
-        explorers.relative_position_explorer,
-        explorers.attention_explorer,
-        explorers.encoder_decoder_explorer,
-    ):
-        size = sum(
-            len(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode())
-            for rows in explorers.chart_datasets(make())
-        )
-        assert 0 < size <= explorers.DATA_BUDGET, make.__name__
-
-
 def test_bpe_merges_data_replays_the_encoder_and_every_control_value_has_data():
     from tinyformer.bpe import ByteBPE
     from tinyformer.poetry.corpus import load_split
@@ -273,7 +263,7 @@ def test_bpe_merges_data_replays_the_encoder_and_every_control_value_has_data():
         assert len([r for r in rows if r["k"] == last]) == len(bpe.encode(sentence))
     chart = explorers.bpe_merges_explorer(bpe, sentences)
     assert sorted(map(str, explorers.chart_datasets(chart))) == sorted(map(str, data.values()))
-    assert_controls_cover_data(chart, data["tokens"], {})
+    assert_controls_cover_data(chart, data["tokens"])
     assert explorers.bpe_merges.token_label("春".encode()[:2]) == "e698"
 
 
@@ -297,7 +287,7 @@ def test_sampling_data_is_the_package_distribution_and_every_control_value_has_d
     data = explorers.sampling_data()
     chart = explorers.sampling_explorer()
     assert explorers.chart_datasets(chart) == [data["summary"], data["bars"]]
-    assert_controls_cover_data(chart, data["bars"], {})
+    assert_controls_cover_data(chart, data["bars"])
     for row in data["summary"]:
         bars = [
             b for b in data["bars"] if (b["t"], b["k"], b["p"]) == (row["t"], row["k"], row["p"])
@@ -310,13 +300,6 @@ def test_sampling_data_is_the_package_distribution_and_every_control_value_has_d
     by = {(r["t"], r["k"], r["p"]): r["top"] for r in data["summary"]}
     assert by[0.5, 0, 1.0] > by[0.7, 0, 1.0] > by[1.0, 0, 1.0] > by[1.5, 0, 1.0]
     assert by[1.0, 3, 1.0] > by[1.0, 10, 1.0] > by[1.0, 50, 1.0] > by[1.0, 0, 1.0]
-
-
-def has_bound_params(spec: dict) -> bool:
-    """规格（或它的子图）里有绑定到控件的参数。"""
-    if any("bind" in p for p in spec.get("params", [])):
-        return True
-    return any(has_bound_params(sub) for key in ("layer", "vconcat") for sub in spec.get(key, []))
 
 
 CHAPTERS = sorted(
@@ -338,7 +321,7 @@ def test_every_chapter_has_an_explorer_that_works_without_a_kernel(path):
     assert bundles, f"{path.name} 没有保存 Vega-Lite 图的输出"
     for bundle in bundles:
         spec, html = bundle[explorers.VEGALITE_MIME_TYPE], "".join(bundle["text/html"])
-        assert has_bound_params(spec), "图没有绑定到控件的参数"
+        assert bound_params(spec), "图没有绑定到控件的参数"
         for rows in spec["datasets"].values():
             size = len(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode())
             assert size <= explorers.DATA_BUDGET
@@ -385,7 +368,7 @@ def test_scaling_explorer_refits_without_each_point_and_embeds_its_data():
     chart = explorers.scaling_explorer()
     tables = explorers.chart_datasets(chart)
     assert sorted(map(len, tables)) == sorted(len(v) for v in explorers.scaling_data().values())
-    assert_controls_cover_data(chart, explorers.scaling_data()["fits"], {})
+    assert_controls_cover_data(chart, explorers.scaling_data()["fits"])
 
 
 def test_ablation_explorer_has_both_seeds_of_every_row():
@@ -395,5 +378,5 @@ def test_ablation_explorer_has_both_seeds_of_every_row():
     assert {(r["row"], r["seed"]) for r in rows} == {(a, s) for a in ABLATIONS for s in SEEDS}
     chart = explorers.ablation_explorer()
     assert explorers.chart_rows(chart) == rows
-    (value, options) = bound_params(chart)["row"]
+    (value, options) = bound_params(chart.to_dict())["row"]
     assert value in options and set(options) == set(ABLATIONS) - {"gpt2"}

@@ -1,18 +1,10 @@
-"""导入本包的任何模块都不改变全局状态（issue 14）。
+"""导入本包的任何模块都不改变全局状态（issue 14、28）。
 
 从前 ``translation.py`` 在导入时调用 ``jieba.suggest_freq(..., tune=True)``，改了 jieba 的全局词典：
-翻译器能不能把“不”“没”切开，取决于某处有没有导入一个看起来无关的模块。现在语料有自己的分词器
-（``corpus.corpus_tokenizer``），这里在子进程里检查：
-
-- 每个模块（用 pkgutil 遍历整个包，子包里新加的模块也算）都当一次"第一个导入的"（清掉已导入的
-  ``tinyformer.*`` 再导入它），然后倒序导入其余全部模块；每导入一个都核对 jieba 的全局词典
-  （``jieba.dt`` 未建、HMM 的强制切分表为空）、jieba 的日志级别、torch、Python ``random``、numpy 的
-  随机数状态、Altair 的渲染器、matplotlib 的 ``rcParams``（逐项）、它的后端和字体表都与导入前相同
-  （issue 28：从前导入 ``tinyformer.book.plotting`` 就改了 ``font.family`` 等三项）；
-- 真正用语料的分词器、本书通用的 ``tokenize_zh`` 分词之后，jieba 的全局词典仍然没被碰过，
-  ``jieba.lcut`` 的结果与不导入本包时相同；
-- 用固定种子建模型、训练的函数（探索器的数据、``new_translator(seed=…)``、``train``）调用前后
-  torch 的全局随机数状态不变，显示探索器的图也不改 Altair 的渲染器。
+翻译器能不能把“不”“没”切开，取决于某处有没有导入一个看起来无关的模块；从前导入
+``tinyformer.book.plotting`` 就改了 matplotlib 的 ``font.family`` 等三项。所以在子进程里，每个模块
+（pkgutil 遍历整个包）都当一次"第一个导入的"，再倒序导入其余全部，每一步都与导入前的 ``snapshot()``
+比较；分词、用固定种子建模型和训练的函数也不碰全局状态。
 """
 
 import json

@@ -119,17 +119,6 @@ def test_cached_decoding_equals_full_decoding(norm_first):
     torch.testing.assert_close(torch.cat([first, *rest], dim=1), full, atol=1e-5, rtol=1e-5)
 
 
-def test_cross_attention_weights_for_heatmaps():
-    model = _model()
-    src, tgt = _batch()
-    for layer in model.decoder_layers:
-        layer.need_weights = True
-    model(src, tgt)
-    weights = model.decoder_layers[-1].cross_attn_weights
-    assert weights.shape == (B, H, T, S)
-    assert (weights[1, :, :, -3:] == 0).all()
-
-
 def test_overfits_a_copy_task_and_greedy_decoding_reproduces_the_input():
     V, L, steps = 13, 6, 300
     model = tiny_transformer(

@@ -108,16 +108,18 @@ def test_learning_rate_warms_up_then_decays_to_the_floor():
     assert all(a >= b for a, b in zip(lrs[9:], lrs[10:], strict=False))
 
 
-def test_training_is_deterministic_and_lowers_the_loss():
-    def run():
-        model, vocab = tiny_poet(seed=3)
-        result = training.train(
-            model, vocab, TINY_POEMS * 4, TINY_POEMS, steps=30, batch_size=4, warmup=5,
-            log_every=10, eval_every=30,
-        )  # fmt: skip
-        return model, result
+def _train(steps, warmup, log_every, eval_every, accumulate=1):
+    """(模型, 训练结果)：种子 3 的 tiny_poet 在 TINY_POEMS × 4 上训练，批量 4。"""
+    model, vocab = tiny_poet(seed=3)
+    result = training.train(
+        model, vocab, TINY_POEMS * 4, TINY_POEMS, steps=steps, batch_size=4, warmup=warmup,
+        log_every=log_every, eval_every=eval_every, accumulate=accumulate,
+    )  # fmt: skip
+    return model, result
 
-    (a, ra), (b, rb) = run(), run()
+
+def test_training_is_deterministic_and_lowers_the_loss():
+    (a, ra), (b, rb) = _train(30, 5, 10, 30), _train(30, 5, 10, 30)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
     assert ra.log == rb.log and [r["step"] for r in ra.log] == [10, 20, 30]
     assert ra.valid[-1]["valid_bpc"] < ra.log[0]["train_bpc"]
@@ -125,15 +127,7 @@ def test_training_is_deterministic_and_lowers_the_loss():
 
 def test_accumulated_shares_train_like_the_whole_batch():
     # accumulate=A：每步分 A 份前向、反向，梯度相加——与整批一起算的相同（到舍入），只是激活值少占内存
-    def run(accumulate):
-        model, vocab = tiny_poet(seed=3)
-        result = training.train(
-            model, vocab, TINY_POEMS * 4, TINY_POEMS, steps=6, batch_size=4, warmup=2,
-            log_every=3, eval_every=10, accumulate=accumulate,
-        )  # fmt: skip
-        return model, result
-
-    (whole, r1), (halves, r2), (singles, r4) = run(1), run(2), run(4)
+    (whole, r1), (halves, r2), (singles, r4) = (_train(6, 2, 3, 10, a) for a in (1, 2, 4))
     for other, log in ((halves, r2.log), (singles, r4.log)):
         for p, q in zip(whole.parameters(), other.parameters(), strict=True):
             torch.testing.assert_close(q, p, rtol=0, atol=1e-5)

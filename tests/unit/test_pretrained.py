@@ -12,23 +12,18 @@ def corpus():
     return generate_corpus(seed=0)
 
 
-def test_every_shipped_checkpoint_has_provenance():
+def test_every_shipped_checkpoint_has_provenance_and_is_safetensors_with_its_metrics():
     record = provenance()
     assert record["torch"] and record["date"] and record["cpu"]
     assert sorted(record["checkpoints"], key=int) == [str(s) for s in STEPS]
     for step in STEPS:
-        run = record["checkpoints"][str(step)]
+        run, path = record["checkpoints"][str(step)], checkpoint_path(step)
+        metrics = run["metrics"]
         assert f"--steps {step} --seed 0" in run["command"]
         assert run["command"].startswith("python -m tinyformer.translation train")
-        assert run["metrics"]["steps"] == step
-        assert checkpoint_path(step).is_file()
-
-
-def test_checkpoints_are_safetensors_with_their_metrics():
-    for step in STEPS:
-        assert checkpoint_path(step).suffix == ".safetensors"
-        metadata = read_metadata(checkpoint_path(step))  # 只读头：没有 pickle
-        metrics = provenance()["checkpoints"][str(step)]["metrics"]
+        assert metrics["steps"] == step
+        assert path.is_file() and path.suffix == ".safetensors"
+        metadata = read_metadata(path)  # 只读头：没有 pickle
         assert {k: v for k, v in metadata["metrics"].items() if k in metrics} == metrics
 
 

@@ -151,17 +151,12 @@ def test_every_path_named_in_the_package_and_its_tools_exists():
     assert missing == [], "paths that do not exist:\n" + "\n".join(missing)
 
 
-def _title() -> str:
-    match = re.search(r"^title:\s*(.+?)\s*$", (ROOT / "_config.yml").read_text(), re.M)
-    assert match, "_config.yml has no title"
-    return match.group(1)
-
-
 def test_one_book_title():
     import tomllib
 
-    title = _title()
-    assert title == "动手学 Transformer"
+    title = "动手学 Transformer"
+    config = (ROOT / "_config.yml").read_text()
+    assert re.search(r"^title:\s*(.+?)\s*$", config, re.M)[1] == title
     assert (ROOT / "README.md").read_text().splitlines()[0] == f"# {title}"
     description = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
     assert description.startswith(f"{title}：")

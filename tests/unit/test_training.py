@@ -59,21 +59,8 @@ def test_encode_pairs_adds_bos_eos_on_target_only():
     assert tgt_vocab.bos_id not in src[1:]
 
 
-@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
-def test_label_smoothing_equals_torch_cross_entropy(smoothing):
-    torch.manual_seed(0)
-    logits = torch.randn(3, 6, 11)
-    target = torch.randint(1, 11, (3, 6))
-    target[0, 4:] = 0  # 填充位置不计入
-    ours = label_smoothed_cross_entropy(logits, target, smoothing, ignore_index=0)
-    reference = F.cross_entropy(
-        logits.reshape(-1, 11), target.reshape(-1), label_smoothing=smoothing, ignore_index=0
-    )
-    torch.testing.assert_close(ours, reference)
-
-
 @pytest.mark.parametrize("ignore_index", [-100, 0, 7])
-@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
 def test_ignore_index_like_torch_cross_entropy(ignore_index, smoothing):
     # torch 的惯例是 ignore_index=-100：它不是合法编号，取 log p 之前必须先遮住
     torch.manual_seed(0)
