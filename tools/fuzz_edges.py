@@ -22,7 +22,6 @@ sets a 6 GiB address-space limit on itself and takes a few minutes on two cores.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import math
@@ -35,6 +34,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable
+from functools import cache, partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -132,6 +132,17 @@ def cases_of(group):
     return lambda *args, **kwargs: CASES.append(Case(group, *args, **kwargs))
 
 
+def must(group, name, call, arg, values, rule):
+    """Pins ``call(arg=value)`` for each value: "{arg} must be {rule}, got {arg}={value!r}"."""
+    error = TypeError if rule in ("a bool", "an integer", "an int") else ValueError
+    for value in values:
+        message = "^" + re.escape(f"{arg} must be {rule}, got {arg}={value!r}") + "$"
+        call_it = partial(call, **{arg: value})
+        CASES.append(
+            Case(group, f"{name} {arg}={value!r}", lambda t, c=call_it: c(), None, error, message)
+        )
+
+
 def finite(value):
     tensors = value if isinstance(value, (tuple, list)) else [value]
     for t in tensors:
@@ -150,8 +161,16 @@ def shape(expected):
     return check
 
 
-BAD_INTS = [0, -1, 1.5, True, None, "8", float("nan"), 2**62, -(2**63)]
-BAD_FLOATS = [-0.1, 1.0, 1.5, float("nan"), float("inf"), None, "0.1", True]
+BAD_INTS = [0, -1, 1.5, True, None, "8", math.nan, -(2**63)]
+BAD_FLOATS = [-0.1, 1.0, 1.5, math.nan, math.inf, None, "0.1", True]
+POSITIVE, FINITE, AT_LEAST_0, UNIT = (
+    "a positive integer",
+    "a finite positive number",
+    "a finite number >= 0",
+    "in [0, 1)",
+)
+SEED = "in [0, 2**32) = [0, 4294967296)"
+ACTIVATION = "one of 'relu', 'gelu', 'gelu_tanh'"
 
 
 # ---------------------------------------------------------------- constructors
@@ -168,47 +187,38 @@ def constructors():
         "DecoderLayer": (tf.DecoderLayer, dict(small)),
         "Dropout": (tf.Dropout, dict(p=0.5)),
     }
-    # the door's one message per argument, pinned for every class that takes it (2**62 and the
-    # base/padding_idx values end in size or range messages of their own: classified, not pinned)
-    rules = {"p": r"in \[0, 1\)", "dropout": r"in \[0, 1\)", "eps": "a finite positive number",
-             "activation": "one of 'relu', 'gelu', 'gelu_tanh'", "bias": "a bool", "norm_first": "a bool"}  # fmt: skip
-
-    def swept(cls_name, cls, kwargs, arg, rule):
-        value = kwargs[arg]
-        message = rf"^{arg} must be {rule}, got {arg}={re.escape(repr(value))}$" if rule else None
-        error = (TypeError if rule == "a bool" else ValueError) if rule else None
-        case(
-            f"{cls_name}({arg}={value!r})", lambda t, c=cls, k=kwargs: c(**k), None, error, message
-        )
-
+    # the door's one message per argument, pinned for every class that takes it: (rule, more values)
+    rules = {
+        "dropout": (UNIT, [1.0, -0.5, math.nan]),
+        "eps": (FINITE, [0.0, -1e-5, math.nan]),
+        "activation": (ACTIVATION, ["tanh", None]),
+        "bias": ("a bool", ["yes"]),
+        "norm_first": ("a bool", [1]),
+    }
+    # 2**62 and the base/padding_idx values end in size or range messages of their own: not pinned
+    unpinned = [("base", 1e-310), ("base", 1.0), ("base", -2.0), ("padding_idx", -11)]
     for cls_name, (cls, good) in builders.items():
+        door, params = partial(cls, **good), inspect.signature(cls).parameters
         for arg in good:
-            for value in BAD_FLOATS if arg == "p" else BAD_INTS:
-                rule = None if value == 2**62 else rules.get(arg, "a positive integer")
-                swept(cls_name, cls, {**good, arg: value}, arg, rule)
-    for arg, value in [("dropout", 1.0), ("dropout", -0.5), ("dropout", float("nan")),
-                       ("activation", "tanh"), ("activation", None), ("eps", 0.0), ("eps", -1e-5),
-                       ("eps", float("nan")), ("base", 1e-310), ("base", 1.0), ("base", -2.0),
-                       ("base", float("inf")), ("padding_idx", 10), ("padding_idx", -11),
-                       ("bias", "yes"), ("norm_first", 1)]:  # fmt: skip
-        for cls_name, (cls, good) in builders.items():
-            if arg in inspect.signature(cls).parameters:
-                swept(cls_name, cls, {**good, arg: value}, arg, rules.get(arg))
+            rule = UNIT if arg == "p" else POSITIVE
+            must("constructors", cls_name, door, arg, BAD_FLOATS if arg == "p" else BAD_INTS, rule)
+        for arg in [arg for arg in rules if arg in params]:
+            must("constructors", cls_name, door, arg, rules[arg][1], rules[arg][0])
+        for arg, value in [(arg, 2**62) for arg in good if arg != "p"] + unpinned:
+            if arg in params:
+                case(
+                    f"{cls_name}({arg}={value!r})", lambda t, c=cls, k={**good, arg: value}: c(**k)
+                )
     config = dict(src_vocab_size=12, tgt_vocab_size=12, d_model=8, num_heads=2,
                   num_encoder_layers=1, num_decoder_layers=1, d_ff=16, max_len=16)  # fmt: skip
-    for arg, value in [("d_model", 2**20), ("max_len", 10**9), ("src_vocab_size", 10**9),
-                       ("d_ff", 2**36), ("num_encoder_layers", 10**6), ("num_heads", 3),
-                       ("pad_id", 12), ("pad_id", -1), ("tie_output", "no"), ("dropout", 2.0),
-                       ("tgt_vocab_size", 1), ("max_len", 0), ("d_model", 7)]:  # fmt: skip
+    for arg, value in [("pad_id", -1), ("tie_output", "no"), ("tgt_vocab_size", 1), ("max_len", 0),
+                       ("d_model", 7)]:  # fmt: skip
         kwargs = {**config, arg: value}
         case(f"Transformer({arg}={value!r})",
              lambda t, k=kwargs: tf.Transformer(tf.TransformerConfig(**k)))  # fmt: skip
     gpt = dict(vocab_size=12, max_len=16, d_model=8, num_heads=2, num_layers=1)
-    for arg, value in [("vocab_size", 10**9), ("max_len", 10**9), ("num_layers", 10**6),
-                       ("d_ff", 0), ("d_ff", 2**40), ("num_heads", 5), ("activation", "swish"),
-                       ("norm", "batchnorm"), ("position", "sinusoidal"), ("rope_layout", None),
-                       ("ffn", "geglu"), ("num_kv_heads", 3), ("num_kv_heads", 0),
-                       ("bias", 1)]:  # fmt: skip
+    for arg, value in [("vocab_size", 10**9), ("max_len", 10**9), ("d_ff", 2**40), ("num_heads", 5),
+                       ("activation", "swish"), ("rope_layout", None)]:  # fmt: skip
         kwargs = {**gpt, arg: value}
         case(f"GPT({arg}={value!r})", lambda t, k=kwargs: tf.GPT(tf.GPTConfig(**k)))
     # valid edges
@@ -237,19 +247,14 @@ def attention():
          respects_padding)  # fmt: skip
     bad_masks = {
         "key_padding_mask (B, T) instead of (B, S)": dict(key_padding_mask=torch.ones(B, T, dtype=torch.bool)),
-        "key_padding_mask float": dict(key_padding_mask=pad.float()),
         "key_padding_mask int": dict(key_padding_mask=pad.long()),
         "key_padding_mask (S,)": dict(key_padding_mask=pad[0]),
         "key_padding_mask (B, S, 1)": dict(key_padding_mask=pad[..., None]),
         "key_padding_mask list": dict(key_padding_mask=pad.tolist()),
         "attn_mask (B, S) when B == T": dict(attn_mask=pad),
-        "attn_mask (S, T) transposed": dict(attn_mask=torch.ones(S, T, dtype=torch.bool)),
-        "attn_mask float": dict(attn_mask=torch.zeros(T, S)),
         "attn_mask (T, S, 1)": dict(attn_mask=torch.ones(T, S, 1, dtype=torch.bool)),
         "attn_mask numpy": dict(attn_mask=torch.ones(T, S, dtype=torch.bool).numpy()),
-        "attn_mask meta": dict(attn_mask=torch.ones(T, S, dtype=torch.bool, device="meta")),
         "attn_mask 0-dim": dict(attn_mask=torch.tensor(True)),
-        "key_padding_mask meta": dict(key_padding_mask=torch.ones(B, S, dtype=torch.bool, device="meta")),
     }  # fmt: skip
     for name, kwargs in bad_masks.items():
         case(
@@ -259,8 +264,6 @@ def attention():
          shape((B, T, C)))  # fmt: skip
     case("every key padding", lambda t: mha(q, kv, kv, key_padding_mask=torch.ones(B, S, dtype=torch.bool)),
          shape((B, T, C)))  # fmt: skip
-    case("key_padding_mask inverted (ids != pad)", lambda t: mha(q, kv[:1], kv[:1], key_padding_mask=torch.ones(1, S, dtype=torch.bool)),
-         shape((1, T, C)))  # fmt: skip
     theirs = torch.nn.MultiheadAttention(C, 2, batch_first=True).eval()
     same_as_torch = tf.copy_from_torch(tf.MultiHeadAttention(C, 2), theirs).eval()
     causal = torch.ones(T, S, dtype=torch.bool).triu(1)  # True = masked, as torch takes it
@@ -276,14 +279,8 @@ def attention():
     case("torch's masks, same meaning as nn.MultiheadAttention",
          lambda t: same_as_torch(q, kv, kv, key_padding_mask=pad, attn_mask=causal), matches_torch)  # fmt: skip
     for name, (a, b, c) in {
-        "query 2-D": (q[0], kv, kv),
         "key wrong C": (q, torch.randn(B, S, C + 1), kv),
-        "value wrong S": (q, kv, torch.randn(B, S + 1, C)),
-        "batch mismatch": (q, kv[:1], kv[:1]),
-        "int query": (q.long(), kv, kv),
-        "float64 query": (q.double(), kv, kv),
         "empty S": (q, kv[:, :0], kv[:, :0]),
-        "list query": (q.tolist(), kv, kv),
         "None key": (q, None, kv),
     }.items():
         case(f"MultiHeadAttention {name}", lambda t, a=a, b=b, c=c: mha(a, b, c), shape((B, T, C)))
@@ -296,8 +293,6 @@ def attention():
     for name, kwargs in {
         "attn_mask keyword (F.sdpa's name)": dict(attn_mask=pad),
         "mask (B, S) as (T, S)": dict(mask=pad),
-        "dropout_p 1.5": dict(dropout_p=1.5),
-        "dropout_p nan": dict(dropout_p=float("nan")),
         "mask (B, H, T, S)": dict(mask=torch.zeros(B, 2, T, S, dtype=torch.bool)),
         "mask (B, H, T, S+1)": dict(mask=torch.zeros(B, 2, T, S + 1, dtype=torch.bool)),
     }.items():
@@ -326,29 +321,17 @@ def attention():
     ]:  # fmt: skip
         case(name, thunk, shape(out))
     for name, (s, g) in {
-        "src id = vocab size": (torch.tensor([[12]]), tgt[:1]),
-        "src negative id": (torch.tensor([[-1]]), tgt[:1]),
-        "src float": (src.float(), tgt),
-        "src longer than max_len": (torch.ones(1, 17, dtype=torch.long), tgt[:1]),
         "tgt longer than max_len": (src[:1], torch.ones(1, 17, dtype=torch.long)),
-        "src 1-D": (src[0], tgt),
         "batch mismatch": (src, tgt[:1]),
         "empty src": (src[:, :0], tgt),
         "src bool": (src.bool(), tgt),
-        "src on meta": (src.to("meta"), tgt),
     }.items():
         case(
             f"Transformer {name}", lambda t, s=s, g=g: model(s, g), shape((len(g), g.shape[-1], 12))
         )
-    for name, thunk in [
-        ("causal_mask(-1)", lambda t: tf.causal_mask(-1)),
-        ("causal_mask(3, start=-1)", lambda t: tf.causal_mask(3, start=-1)),
-        ("causal_mask(2.0)", lambda t: tf.causal_mask(2.0)),
-        ("padding_mask pad_id=-1", lambda t: tf.padding_mask(src, -1)),
-        ("padding_mask float ids", lambda t: tf.padding_mask(src.float(), 0)),
-        ("padding_mask list", lambda t: tf.padding_mask([[1, 0]], 0)),
-    ]:
-        case(name, thunk)
+    case("padding_mask pad_id=-1", lambda t: tf.padding_mask(src, -1))
+    case("padding_mask float ids", lambda t: tf.padding_mask(src.float(), 0))
+    case("padding_mask list", lambda t: tf.padding_mask([[1, 0]], 0))
     return model
 
 
@@ -415,21 +398,15 @@ def compare():
 # ---------------------------------------------------------------- positional encodings
 def positional():
     case = cases_of("positional")
-    for max_len, d_model, base in [(8, 4, 1e-310), (8, 4, 1.0), (8, 4, 0.0), (8, 4, -10.0),
-                                   (8, 4, float("inf")), (8, 4, float("nan")), (8, 4, 1e308),
-                                   (8, 3, 10000.0), (0, 4, 10000.0), (8, 0, 10000.0),
-                                   (10**9, 512, 10000.0), (8, 4, "10000"), (8.0, 4, 10000.0),
-                                   (1, 2, 10000.0), (8, 4, 2.0), (-1, 4, 10000.0)]:  # fmt: skip
+    for max_len, d_model, base in [(8, 4, 1e-310), (8, 4, 1.0), (8, 4, 1e308), (8, 3, 10000.0),
+                                   (10**9, 512, 10000.0), (1, 2, 10000.0), (8, 4, 2.0)]:  # fmt: skip
         case(f"sinusoidal_encoding({max_len}, {d_model}, base={base!r})",
              lambda t, a=max_len, b=d_model, c=base: tf.sinusoidal_encoding(a, b, base=c),
              lambda r, a=max_len, b=d_model: shape((a, b))(r))  # fmt: skip
-    for k, d_model in [(1, 4), (-3, 4), (10**18, 4), (1, 3), (1, 2**20), (1.5, 4), (0, 4)]:
+    for k, d_model in [(1, 4), (-3, 4), (10**18, 4), (1, 2**20), (0, 4)]:
         case(f"shift_matrix({k}, {d_model})", lambda t, k=k, d=d_model: tf.shift_matrix(k, d),
              lambda r, d=d_model: shape((d, d))(r))  # fmt: skip
-    pe = tf.PositionalEncoding(8, 16)
-    for name, x in [("input longer than max_len", torch.zeros(1, 17, 8)),
-                    ("wrong C", torch.zeros(1, 4, 9)), ("2-D", torch.zeros(4, 8))]:  # fmt: skip
-        case(f"PositionalEncoding {name}", lambda t, x=x: pe(x), shape(x.shape))
+    case("PositionalEncoding 2-D", lambda t: tf.PositionalEncoding(8, 16)(torch.zeros(4, 8)))
 
 
 # ---------------------------------------------------------------- Vocab and tokenizers
@@ -444,21 +421,16 @@ def text():
             lambda v: None if len(v) == 4 else f"len {len(v)}",
         ),  # fmt: skip
         ("Vocab([])", lambda t: tf.Vocab([]), lambda v: None if len(v) == 4 else f"len {len(v)}"),
-        ("Vocab(min_freq=0)", lambda t: tf.Vocab([["a"]], min_freq=0), None),
-        ("Vocab(min_freq=1.5)", lambda t: tf.Vocab([["a"]], min_freq=1.5), None),
         ("Vocab(['abc'])", lambda t: tf.Vocab(["abc"]), None),
         ("encode unknown", lambda t: vocab.encode(["上海"]), None),
         ("encode str", lambda t: vocab.encode("我爱"), None),
         ("encode ints", lambda t: vocab.encode([1, 2]), None),
         ("decode id = len", lambda t: vocab.decode([len(vocab)]), None),
         ("decode negative", lambda t: vocab.decode([-1]), None),
-        ("decode float", lambda t: vocab.decode([1.5]), None),
-        ("decode tensor 2-D", lambda t: vocab.decode(torch.ones(2, 2, dtype=torch.long)), None),
         ("decode empty", lambda t: vocab.decode([]), lambda r: None if r == [] else repr(r)),
         ("decode bool", lambda t: vocab.decode([True]), None),
         ("from_itos missing specials", lambda t: tf.Vocab.from_itos(["a", "b"]), None),
         ("from_itos duplicates", lambda t: tf.Vocab.from_itos(list(vocab.itos) + ["我"]), None),
-        ("from_itos non-str", lambda t: tf.Vocab.from_itos(list(vocab.itos) + [3]), None),
     ]:
         case(name, thunk, check)
 
@@ -482,21 +454,15 @@ def decoding(model):
             return f"bad output {tuple(r.shape)} {r.dtype}"
         return None
 
-    for fn_name, fn in (("greedy_decode", tf.greedy_decode), ("beam_search", tf.beam_search)):
-        for name, kwargs in {
-            "max_len=0": dict(max_len=0),
-            "max_len=-1": dict(max_len=-1),
-            "max_len=10**9": dict(max_len=10**9),
-            "max_len=1.5": dict(max_len=1.5),
-            "max_len=None": dict(max_len=None),
-            "max_len=16 (model's max_len)": dict(max_len=16),
-            "bos_id=12": dict(bos_id=12),
-            "eos_id=-1": dict(eos_id=-1),
-            "bos_id=1.0": dict(bos_id=1.0),
-            "use_cache='no'": dict(use_cache="no"),
-        }.items():
-            kw = dict(bos_id=1, eos_id=2, max_len=5) | kwargs
-            case(f"{fn_name} {name}", lambda t, f=fn, k=kw: f(model, src, **k), decoded)
+    for fn in (tf.greedy_decode, tf.beam_search):
+        call = partial(fn, model, src, bos_id=1, eos_id=2, max_len=5)
+        must("decoding", fn.__name__, call, "max_len", [0, -1, 1.5, None], POSITIVE)
+        must("decoding", fn.__name__, call, "bos_id", [1.0, torch.tensor(2)], "an integer")
+        must("decoding", fn.__name__, call, "eos_id", [None], "an integer")
+        for arg, value in (("bos_id", 12), ("eos_id", -1)):
+            must("decoding", fn.__name__, call, arg, [value], "in [0, tgt_vocab_size) = [0, 12)")
+        must("decoding", fn.__name__, call, "use_cache", ["no", 1], "a bool")
+        case(f"{fn.__name__} max_len=10**9", lambda t, c=call: c(max_len=10**9))
         for name, s in {
             "src float": src.float(),
             "src 1-D": src[0],
@@ -505,26 +471,16 @@ def decoding(model):
             "src id 99": torch.tensor([[99]]),
             "src list": src.tolist(),
         }.items():
-            case(f"{fn_name} {name}", lambda t, f=fn, s=s: f(model, s, 1, 2, max_len=4),
+            case(f"{fn.__name__} {name}", lambda t, f=fn, s=s: f(model, s, 1, 2, max_len=4),
                  lambda r: None if isinstance(r, torch.Tensor) else "not a tensor")  # fmt: skip
-        case(f"{fn_name} model=None", lambda t, f=fn: f(None, src, 1, 2))
-        case(f"{fn_name} model in train mode", lambda t, f=fn: f(model.train(), src, 1, 2, max_len=3),
+        case(f"{fn.__name__} model=None", lambda t, f=fn: f(None, src, 1, 2))
+        case(f"{fn.__name__} model in train mode", lambda t, f=fn: f(model.train(), src, 1, 2, max_len=3),
              decoded)  # fmt: skip
         model.eval()
-    for name, kwargs in {
-        "beam_size=0": dict(beam_size=0),
-        "beam_size=-2": dict(beam_size=-2),
-        "beam_size=1.5": dict(beam_size=1.5),
-        "beam_size=True": dict(beam_size=True),
-        "beam_size=10**7": dict(beam_size=10**7),
-        "beam_size=12 (vocab)": dict(beam_size=12),
-        "alpha=nan": dict(alpha=float("nan")),
-        "alpha=-1": dict(alpha=-1.0),
-        "alpha=1e308": dict(alpha=1e308),
-        "alpha=inf": dict(alpha=float("inf")),
-    }.items():
-        kw = dict(bos_id=1, eos_id=2, max_len=4) | kwargs
-        case(f"beam_search {name}", lambda t, k=kw: tf.beam_search(model, src, **k), decoded)
+    beam = partial(tf.beam_search, model, src, bos_id=1, eos_id=2, max_len=4)
+    must("decoding", "beam_search", beam, "beam_size", [0, -2, 1.5, True, 2.0], POSITIVE)
+    must("decoding", "beam_search", beam, "alpha", [math.nan, -1.0, math.inf], AT_LEAST_0)
+    case("beam_search beam_size=12 (vocab)", lambda t: beam(beam_size=12), decoded)
 
 
 # ---------------------------------------------------------------- pinned messages
@@ -577,6 +533,14 @@ LOGITS, TARGET = torch.zeros(2, 3, 7), torch.tensor([[1, 2, 3], [4, 5, 0]])
 
 def _train(**kwargs):
     return train(tiny_model(), EXAMPLES, **{"max_steps": 1, "progress": False, **kwargs})
+
+
+def _gpt_config(**kwargs):
+    return GPTConfig(**{"vocab_size": 30, "d_model": C, "num_heads": H, **kwargs})
+
+
+def _generate(**kwargs):
+    return _gpt().generate(_ids(B, 3), **{"max_new_tokens": 2, **kwargs})
 
 
 def _translate(sentence, **kwargs):
@@ -643,13 +607,9 @@ MESSAGES = [
      r"takes 4 positional arguments but 5 were given"),
     ("mha-cache-type", lambda t: _mha(q5, kv7, kv7, cache={}), TypeError,
      r"cache must be a KVCache or None, got dict"),
-    ("mha-need_weights", lambda t: _mha(q5, kv7, kv7, need_weights=1), TypeError,
-     r"need_weights must be a bool, got need_weights=1"),
     # attention_with_weights
     ("sdpa-head-dim", lambda t: attention_with_weights(_x(B, T, 8), _x(B, S, 4), _x(B, S, 4)),
      ValueError, r"query and key must have the same last dimension D"),
-    ("sdpa-dropout", lambda t: attention_with_weights(q5, kv7, kv7, dropout_p=1.5),
-     ValueError, r"dropout_p must be in \[0, 1\), got dropout_p=1.5"),
     ("sdpa-mask-last-dim-1",
      lambda t: attention_with_weights(q5, kv7, kv7, mask=torch.ones(T, 1, dtype=torch.bool)),
      ValueError, r"mask of shape \(5, 1\) does not fit .* the last one exactly S"),
@@ -668,22 +628,16 @@ MESSAGES = [
      r"ids must be an integer tensor, got dtype=torch.float32"),
     ("emb-ids-3d", lambda t: TokenEmbedding(10, 16)(torch.zeros(1, 2, 3, dtype=torch.long)),
      ValueError, r"ids must have shape \(B, T\), got shape \(1, 2, 3\)"),
-    ("emb-scale", lambda t: TokenEmbedding(10, 16, scale=1), TypeError,
-     r"scale must be a bool, got scale=1"),
     # 位置编码
     ("pe-too-long", lambda t: PositionalEncoding(16, max_len=10)(_x(B, 11, 16)), ValueError,
      r"T \+ start = 11 \+ 0 = 11 must be <= max_len=10"),
     ("pe-start-too-far", lambda t: PositionalEncoding(16, max_len=10)(_x(B, 3, 16), start=8),
      ValueError, r"T \+ start = 3 \+ 8 = 11 must be <= max_len=10"),
-    ("pe-start-negative", lambda t: PositionalEncoding(16, max_len=10)(_x(B, 3, 16), start=-1),
-     ValueError, r"start must be >= 0, got start=-1"),
     ("pe-last-dim", lambda t: PositionalEncoding(16)(_x(B, 3, 8)), ValueError,
      r"last dimension of x must equal d_model=16, got shape \(2, 3, 8\)"),
     ("shift-odd", lambda t: shift_matrix(1, 7), ValueError,
      r"d_model must be even for shift_matrix: .* got d_model=7"),
-    ("shift-k-float", lambda t: shift_matrix(1.5, 8), TypeError, r"k must be an integer, got k=1.5"),
     # 掩码
-    ("causal-T", lambda t: causal_mask(0), ValueError, r"T must be a positive integer, got T=0"),
     ("padding-1d", lambda t: padding_mask(torch.tensor([1, 2, 0]), 0), ValueError,
      r"ids must have shape \(B, S\), got shape \(3,\)"),
     # LayerNorm 与 FFN
@@ -695,18 +649,10 @@ MESSAGES = [
     ("dec-memory-dim", lambda t: DecoderLayer(16, 4, 64)(q5, _x(B, S, 8)), ValueError,
      r"last dimension of memory must equal d_model=16, got shape \(2, 7, 8\)"),
     # TransformerConfig / Transformer
-    ("cfg-vocab", lambda t: _small_transformer_config(src_vocab_size=0), ValueError,
-     r"src_vocab_size must be a positive integer, got src_vocab_size=0"),
     ("cfg-divisible", lambda t: _small_transformer_config(d_model=10, num_heads=3), ValueError,
      r"d_model must be divisible by num_heads, got d_model=10, num_heads=3"),
     ("cfg-pad_id", lambda t: _small_transformer_config(pad_id=20), ValueError,
      r"pad_id must be a valid id in both vocabularies, .* = \[0, 20\), got pad_id=20"),
-    ("cfg-activation", lambda t: _small_transformer_config(activation="tanh"), ValueError,
-     r"activation must be one of 'relu', 'gelu', 'gelu_tanh', got activation='tanh'"),
-    ("cfg-dropout", lambda t: _small_transformer_config(dropout=1), ValueError,
-     r"dropout must be in \[0, 1\), got dropout=1"),
-    ("cfg-layers", lambda t: _small_transformer_config(num_decoder_layers=0), ValueError,
-     r"num_decoder_layers must be a positive integer, got num_decoder_layers=0"),
     ("transformer-config-type", lambda t: Transformer({"d_model": 16}), TypeError,
      r"config must be a TransformerConfig, got dict"),
     ("transformer-too-long",
@@ -719,20 +665,8 @@ MESSAGES = [
      lambda t: Transformer(_small_transformer_config())(_ids(3), _ids(B, 3)), ValueError,
      r"src must have shape \(B, S\), got shape \(3,\)"),
     # GPTConfig / GPT
-    ("gpt-vocab", lambda t: GPTConfig(vocab_size=-5), ValueError,
-     r"vocab_size must be a positive integer, got vocab_size=-5"),
-    ("gpt-d_ff", lambda t: GPTConfig(vocab_size=10, d_ff=0), ValueError,
-     r"d_ff must be a positive integer, got d_ff=0"),
-    ("gpt-tie", lambda t: GPTConfig(vocab_size=10, tie_output=None), TypeError,
-     r"tie_output must be a bool, got tie_output=None"),
     ("gpt-too-long", lambda t: _gpt()(_ids(B, 9)), ValueError,
      r"T \+ cached length = 9 \+ 0 = 9 must be <= max_len=8"),
-    ("gpt-max_new_tokens", lambda t: _gpt().generate(_ids(B, 3), 0), ValueError,
-     r"max_new_tokens must be a positive integer, got max_new_tokens=0"),
-    ("gpt-temperature", lambda t: _gpt().generate(_ids(B, 3), 2, temperature=0), ValueError,
-     r"temperature must be a finite positive number, got temperature=0"),
-    ("gpt-top_k", lambda t: _gpt().generate(_ids(B, 3), 2, top_k=0), ValueError,
-     r"top_k must be a positive integer, got top_k=0"),
     ("gpt-generate-too-long", lambda t: _gpt().generate(_ids(B, 3), 6), ValueError,
      r"T \+ max_new_tokens = 3 \+ 6 = 9 must be <= max_len=8"),
     ("gpt-generator", lambda t: _gpt().generate(_ids(B, 3), 2, generator=0), TypeError,
@@ -747,16 +681,6 @@ MESSAGES = [
     ("cache-batch", lambda t: _cache_twice((B, 3)), ValueError,
      r"the cache holds batch size 2 but got batch size 3; use cache.reorder"),
     # nan / inf：在没有意义的地方一律拒绝
-    ("layernorm-eps-inf", lambda t: LayerNorm(C, eps=math.inf), ValueError,
-     r"^eps must be a finite positive number, got eps=inf$"),
-    ("layernorm-eps-str", lambda t: LayerNorm(C, eps="1e-5"), ValueError,
-     r"^eps must be a finite positive number, got eps='1e-5'$"),
-    ("pe-base-inf", lambda t: sinusoidal_encoding(10, C, base=math.inf), ValueError,
-     r"^base must be a finite positive number, got base=inf$"),
-    ("pe-base-nan", lambda t: sinusoidal_encoding(10, C, base=math.nan), ValueError,
-     r"^base must be a finite positive number, got base=nan$"),
-    ("pe-base-zero", lambda t: sinusoidal_encoding(10, C, base=0), ValueError,
-     r"^base must be a finite positive number, got base=0$"),
     # issue 26：数值参数只在结果有限时接受；放不进内存的尺寸在分配之前被拒绝，消息给出要多少字节
     ("pe-base-1e-310", lambda t: sinusoidal_encoding(10, 512, base=1e-310), ValueError,
      r"^base must keep the frequencies 1/base\^\(2i/d_model\) finite and nonzero in float64, "
@@ -800,61 +724,13 @@ MESSAGES = [
     ("beam-size-10**7-big-vocab", lambda t: beam_search(tiny_model(tgt_vocab_size=500), torch.tensor(
         [[5, 6]]), 1, 2, max_len=5, beam_size=10**7), ValueError,
      r"^beam_search with B=1, beam_size=10000000 would need about [\d.]+ GiB"),
-    ("pe-module-base-inf", lambda t: PositionalEncoding(C, base=-math.inf), ValueError,
-     r"^base must be a finite positive number, got base=-inf$"),
-    ("shift-base-inf", lambda t: shift_matrix(1, C, base=math.inf), ValueError,
-     r"^base must be a finite positive number, got base=inf$"),
-    ("gpt-temperature-inf", lambda t: _gpt().generate(SRC, 2, temperature=math.inf),
-     ValueError, r"^temperature must be a finite positive number, got temperature=inf$"),
-    ("gpt-temperature-nan", lambda t: _gpt().generate(SRC, 2, temperature=math.nan),
-     ValueError, r"^temperature must be a finite positive number, got temperature=nan$"),
     ("gpt-temperature-underflow", lambda t: _gpt().generate(SRC, 2, temperature=1e-45),
      ValueError, r"^temperature=1e-45 is too small: logits / temperature overflows torch.float32; "
      r"use greedy=True to always take the most likely token$"),
-    ("gpt-top_k-float", lambda t: _gpt().generate(SRC, 2, top_k=2.5), ValueError,
-     r"^top_k must be a positive integer, got top_k=2.5$"),
-    ("beam-alpha-inf", lambda t: beam_search(tiny_model(), SRC, 2, 3, max_len=4, alpha=math.inf),
-     ValueError, r"^alpha must be a finite number >= 0, got alpha=inf$"),
-    ("beam-alpha-nan", lambda t: beam_search(tiny_model(), SRC, 2, 3, max_len=4, alpha=math.nan),
-     ValueError, r"^alpha must be a finite number >= 0, got alpha=nan$"),
-    ("warmup-d_model-zero", lambda t: warmup_lr(1, 0, 4000), ValueError,
-     r"^d_model must be a positive integer, got d_model=0$"),
-    ("warmup-factor-inf", lambda t: warmup_lr(1, 512, 4000, factor=math.inf), ValueError,
-     r"^factor must be a finite number >= 0, got factor=inf$"),
-    ("warmup-factor-nan", lambda t: warmup_lr(1, 512, 4000, factor=math.nan), ValueError,
-     r"^factor must be a finite number >= 0, got factor=nan$"),
-    ("warmup-factor-negative", lambda t: warmup_lr(1, 512, 4000, factor=-1.0), ValueError,
-     r"^factor must be a finite number >= 0, got factor=-1.0$"),
-    ("warmup-step-float", lambda t: warmup_lr(1.5, 512, 4000), ValueError,
-     r"^step must be a positive integer, got step=1.5$"),
-    ("warmup-warmup-zero", lambda t: warmup_lr(1, 512, 0), ValueError,
-     r"^warmup must be a positive integer, got warmup=0$"),
     # 训练循环
-    ("train-max_seconds-inf", lambda t: _train(max_steps=None, max_seconds=math.inf), ValueError,
-     r"^max_seconds must be a finite positive number, got max_seconds=inf$"),
-    ("train-max_seconds-nan", lambda t: _train(max_seconds=math.nan), ValueError,
-     r"^max_seconds must be a finite positive number, got max_seconds=nan$"),
-    ("train-max_seconds-negative", lambda t: _train(max_seconds=-1), ValueError,
-     r"^max_seconds must be a finite positive number, got max_seconds=-1$"),
-    ("train-max_steps-float", lambda t: _train(max_steps=1.5), ValueError,
-     r"^max_steps must be a positive integer, got max_steps=1.5$"),
-    ("train-lr_factor-inf", lambda t: _train(lr_factor=math.inf), ValueError,
-     r"^lr_factor must be a finite number >= 0, got lr_factor=inf$"),
-    ("train-lr_factor-nan", lambda t: _train(lr_factor=math.nan), ValueError,
-     r"^lr_factor must be a finite number >= 0, got lr_factor=nan$"),
     ("train-diverges", lambda t: _train(max_steps=5, lr_factor=1e30), ValueError,
      r"^training diverged: the loss became (nan|inf) at step \d; lower lr_factor=1e\+30 "
      r"or raise warmup=400$"),
-    ("train-seed-huge", lambda t: _train(seed=2**70), ValueError,
-     r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=1180591620717411303424$"),
-    ("train-seed-negative", lambda t: _train(seed=-1), ValueError,
-     r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=-1$"),
-    ("train-seed-float", lambda t: _train(seed=1.0), TypeError,
-     r"^seed must be an integer, got seed=1.0$"),
-    ("train-smoothing-nan", lambda t: _train(smoothing=math.nan), ValueError,
-     r"^smoothing must be in \[0, 1\), got smoothing=nan$"),
-    ("train-batch_size-zero", lambda t: _train(batch_size=0), ValueError,
-     r"^batch_size must be a positive integer, got batch_size=0$"),
     ("train-no-limit", lambda t: _train(max_steps=None), ValueError,
      r"^give max_steps or max_seconds \(or both\), got neither$"),
     ("train-not-a-translation-model", lambda t: train(torch.nn.Linear(2, 2), EXAMPLES, max_steps=1),
@@ -862,8 +738,6 @@ MESSAGES = [
     ("train-no-examples", lambda t: train(tiny_model(), [], max_steps=1), ValueError,
      r"^examples must not be empty$"),
     ("pad-nothing", lambda t: pad_sequences([], 0), ValueError, r"^sequences must not be empty$"),
-    ("build-seed-huge", lambda t: new_translator(SRC_VOCAB, TGT_VOCAB, seed=2**64), ValueError,
-     r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=18446744073709551616$"),
     # 损失：ignore_index 与 F.cross_entropy 一致，其余编号必须在 [0, V) 内
     ("loss-target-float", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET.float()),
      TypeError, r"^target must be an integer tensor, got dtype=torch.float32$"),
@@ -874,40 +748,20 @@ MESSAGES = [
     ("loss-target-not-ignored",
      lambda t: label_smoothed_cross_entropy(LOGITS, TARGET.masked_fill(TARGET == 0, -100)),
      ValueError, r"^target must be in \[0, V\) = \[0, 7\), got -100$"),
-    ("loss-ignore_index-float", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET, 0.1, 0.5),
-     TypeError, r"^ignore_index must be an integer, got ignore_index=0.5$"),
     ("loss-logits-int", lambda t: label_smoothed_cross_entropy(LOGITS.long(), TARGET), TypeError,
      r"^logits must be a floating-point tensor, got dtype=torch.int64; "
      r"convert it with logits.float\(\)$"),
-    ("loss-smoothing-one", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET, 1.0), ValueError,
-     r"^smoothing must be in \[0, 1\), got smoothing=1.0$"),
     ("loss-target-list", lambda t: label_smoothed_cross_entropy(LOGITS, [[1, 2, 3]]), ValueError,
      r"^target must have shape logits.shape\[:-1\] = \(2, 3\), got list$"),
     # 解码：<bos>/<eos> 编号
-    ("greedy-bos-float", lambda t: greedy_decode(tiny_model(), SRC, 2.0, 3, max_len=4), TypeError,
-     r"^bos_id must be an integer, got bos_id=2.0$"),
-    ("greedy-bos-too-big", lambda t: greedy_decode(tiny_model(), SRC, 12, 3, max_len=4),
-     ValueError, r"^bos_id must be in \[0, tgt_vocab_size\) = \[0, 12\), got bos_id=12$"),
-    ("greedy-eos-negative", lambda t: greedy_decode(tiny_model(), SRC, 2, -1, max_len=4),
-     ValueError, r"^eos_id must be in \[0, tgt_vocab_size\) = \[0, 12\), got eos_id=-1$"),
-    ("greedy-eos-none", lambda t: greedy_decode(tiny_model(), SRC, 2, None, max_len=4), TypeError,
-     r"^eos_id must be an integer, got eos_id=None$"),
-    ("beam-bos-tensor", lambda t: beam_search(tiny_model(), SRC, torch.tensor(2), 3, max_len=4),
-     TypeError, r"^bos_id must be an integer, got bos_id=tensor\(2\)$"),
-    ("beam-size-float", lambda t: beam_search(tiny_model(), SRC, 2, 3, beam_size=2.0, max_len=4),
-     ValueError, r"^beam_size must be a positive integer, got beam_size=2.0$"),
     ("greedy-src-ids-too-big", lambda t: greedy_decode(tiny_model(), SRC + 10, 2, 3, max_len=4),
      ValueError, r"^ids must be in \[0, vocab_size\) = \[0, 12\), got 14$"),
     ("greedy-max_len-past-the-model", lambda t: greedy_decode(tiny_model(), SRC, 2, 3, max_len=20),
      ValueError, r"^max_len \+ 1 \(for <bos>\) must be <= model.config.max_len=20, got max_len=20$"),
-    ("greedy-max_len-zero", lambda t: greedy_decode(tiny_model(), SRC, 2, 3, max_len=0), ValueError,
-     r"^max_len must be a positive integer, got max_len=0$"),
     ("greedy-model-linear", lambda t: greedy_decode(torch.nn.Linear(2, 2), SRC, 2, 3), TypeError,
      r"^model must be a Transformer, got Linear$"),
     ("greedy-src-1d", lambda t: greedy_decode(tiny_model(), SRC[0], 2, 3), ValueError,
      r"^src must have shape \(B, S\), got shape \(3,\)$"),
-    ("greedy-use_cache-int", lambda t: greedy_decode(tiny_model(), SRC, 2, 3, max_len=4, use_cache=1),
-     TypeError, r"^use_cache must be a bool, got use_cache=1$"),
     # dtype 不符：消息写明两个 dtype 和改法
     ("mha-fp16-input", lambda t: MultiHeadAttention(C, 4)(x16.half(), x16.half(), x16.half()),
      TypeError, r"^query has dtype=torch.float16 but the module's weights have dtype=torch.float32; "
@@ -961,8 +815,6 @@ MESSAGES = [
      r"^sentences must be a str or a list of str, got int$"),
     ("translate-list-of-int", lambda t: _translate(["我明天去北京。", 5]), TypeError,
      r"^sentences must be a str or a list of str, got list$"),
-    ("translate-beam-zero", lambda t: _translate("我明天去北京。", beam_size=0), ValueError,
-     r"^beam_size must be a positive integer, got beam_size=0$"),
     ("save-metric-object", lambda t: _save(t, bleu=object()), TypeError,
      r"^metrics must be numbers or strings, got bleu=<object object at .*> of type object$"),
     ("save-metric-tensor", lambda t: _save(t, bleu=torch.tensor([1.0, 2.0])), TypeError,
@@ -977,9 +829,6 @@ MESSAGES = [
     ("fit-corpus-type", lambda t: fit_translator(corpus=[]), TypeError,
      r"^corpus must be a TranslationCorpus or None, got list$"),
     # 语料
-    ("corpus-valid_fraction-one", lambda t: generate_corpus(valid_fraction=1.0), ValueError,
-     r"^valid_fraction must be in \[0, 1\), got valid_fraction=1.0$"),
-    ("corpus-seed-str", lambda t: generate_corpus(seed="0"), TypeError, r"^seed must be an int, got seed='0'$"),
     ("corpus-held_out-slot", lambda t: generate_corpus(held_out=[("verb", "喝", "subject", "她")]), ValueError,
      r"^held_out slot must be one of \('subject', 'time', 'mood', 'action', 'place'\), got slot='verb'"),
     ("corpus-held_out-value", lambda t: generate_corpus(held_out=[("subject", "它", "action", "喝绿茶")]),
@@ -1040,18 +889,12 @@ MESSAGES = [
      r"lengths must be a non-empty list"),
     ("seq2seq-length-zero", lambda t: make_copy_batch([3, 0], torch.Generator()), ValueError,
      r"each length in lengths must be a positive"),
-    ("seq2seq-hidden_size", lambda t: Seq2Seq(hidden_size=0), ValueError,
-     r"hidden_size must be a positive integer, got hidden_size=0"),
-    ("seq2seq-attention-str", lambda t: Seq2Seq(attention="yes"), TypeError,
-     r"attention must be a bool, got attention='yes'"),
     ("additive-attention-mask", lambda t: AdditiveAttention(2, 3, 4)(torch.randn(1, 2), torch.randn(1, 5, 3),
      torch.ones(1, 4, dtype=torch.bool)), ValueError, r"mask must be a bool tensor of shape \(B, S\) = \(1, 5\)"),
     ("gru-encoder-1d", lambda t: GRUEncoder(seq2seq.VOCAB_SIZE, 4, 4)(torch.tensor([3, 4])), ValueError,
      r"src must have shape \(B, S\)"),
     ("copy-train-max_len", lambda t: train_copy_model(Seq2Seq(), steps=1, min_len=5, max_len=3), ValueError,
      r"max_len must be >= 5, got max_len=3"),
-    ("copy-accuracy-length", lambda t: copy_accuracy(Seq2Seq(), length=0), ValueError,
-     r"length must be a positive integer, got length=0"),
     # 字节级 BPE（tinyformer.bpe）
     ("bpe-vocab_size", lambda t: ByteBPE.train(["春眠不觉晓"], 100), ValueError,
      r"vocab_size must be an int >= 256.*got 100"),
@@ -1068,17 +911,12 @@ MESSAGES = [
     ("bpe-gpt2-merge-unknown", lambda t: ByteBPE.from_gpt2_merges([("æĺ", "¥")]), ValueError,
      r"merge 0 .* uses a token that no earlier merge made"),
     # GPT 的现代选项与 RoPE
-    *[(f"gpt-option-{'-'.join(map(str, changes.values()))}", lambda t, c=changes: GPTConfig(
-      **{"vocab_size": 30, "d_model": C, "num_heads": H, **c}), error, message) for changes, error, message in [
-        ({"norm": "batchnorm"}, ValueError, "norm must be one of 'layernorm', 'rmsnorm'"),
-        ({"position": "sinusoidal"}, ValueError, "position must be one of 'learned', 'rope'"),
-        ({"rope_layout": "neox"}, ValueError, "rope_layout must be one of 'half', 'interleaved'"),
-        ({"ffn": "geglu"}, ValueError, "ffn must be one of 'mlp', 'swiglu'"),
-        ({"num_kv_heads": 3}, ValueError, "num_heads must be divisible by num_kv_heads"),
-        ({"num_kv_heads": 0}, ValueError, "num_kv_heads must be a positive integer"),
-        ({"num_kv_heads": 8}, ValueError, "num_heads must be divisible by num_kv_heads"),
-        ({"bias": "False"}, TypeError, "bias must be a bool"),
-        ({"position": "rope", "d_model": 12}, ValueError, "d_model // num_heads must be even")]],
+    ("gpt-num_kv_heads-3", lambda t: _gpt_config(num_kv_heads=3), ValueError,
+     "num_heads must be divisible by num_kv_heads"),
+    ("gpt-num_kv_heads-8", lambda t: _gpt_config(num_kv_heads=8), ValueError,
+     "num_heads must be divisible by num_kv_heads"),
+    ("gpt-rope-odd-head_dim", lambda t: _gpt_config(position="rope", d_model=12), ValueError,
+     "d_model // num_heads must be even"),
     ("rope-head_dim-odd", lambda t: RotaryEmbedding(5), ValueError, "head_dim must be even"),
     ("rope-base-1e-310", lambda t: RotaryEmbedding(1024, max_len=2, base=1e-310), ValueError,
      r"frequencies 1/base\^\(2i/head_dim\).*head_dim=1024"),  # ω_511 = 1e310^(1022/1024) 溢出成 inf
@@ -1090,9 +928,77 @@ MESSAGES = [
 ]  # fmt: skip
 
 
+_warmup = partial(warmup_lr, step=1, d_model=512, warmup=4000)
+_loss = partial(label_smoothed_cross_entropy, LOGITS, TARGET)
+# 消息恰好是 "参数 must be 规则, got 参数=repr(取值)" 的坏输入 (名字, 调用, 参数, 取值, 规则)：调用(参数=取值)
+RULES = [
+    ("mha", partial(_mha, q5, kv7, kv7), "need_weights", [1], "a bool"),
+    ("sdpa", partial(attention_with_weights, q5, kv7, kv7), "dropout_p", [1.5, math.nan], UNIT),
+    ("TokenEmbedding", partial(TokenEmbedding, 10, 16), "scale", [1], "a bool"),
+    ("LayerNorm", partial(LayerNorm, C), "eps", [math.inf, "1e-5"], FINITE),
+    ("PositionalEncoding", partial(PositionalEncoding, C), "base", [-math.inf], FINITE),
+    ("pe", partial(PositionalEncoding(16, max_len=10), _x(B, 3, 16)), "start", [-1], ">= 0"),
+    (
+        "sinusoidal",
+        partial(sinusoidal_encoding, 10, C),
+        "base",
+        [math.inf, math.nan, 0, -10.0],
+        FINITE,
+    ),
+    ("sinusoidal", partial(sinusoidal_encoding, 8, 4), "base", ["10000"], FINITE),
+    ("sinusoidal", partial(sinusoidal_encoding, d_model=4), "max_len", [0, 8.0, -1], POSITIVE),
+    ("sinusoidal", partial(sinusoidal_encoding, 8), "d_model", [0], POSITIVE),
+    ("shift_matrix", partial(shift_matrix, 1, C), "base", [math.inf], FINITE),
+    ("shift_matrix", partial(shift_matrix, d_model=8), "k", [1.5], "an integer"),
+    ("causal_mask", causal_mask, "T", [0, -1, 2.0], POSITIVE),
+    ("causal_mask", partial(causal_mask, 3), "start", [-1], ">= 0"),
+    ("TransformerConfig", _small_transformer_config, "src_vocab_size", [0], POSITIVE),
+    ("TransformerConfig", _small_transformer_config, "num_decoder_layers", [0], POSITIVE),
+    ("TransformerConfig", _small_transformer_config, "activation", ["tanh"], ACTIVATION),
+    ("TransformerConfig", _small_transformer_config, "dropout", [1], UNIT),
+    ("GPTConfig", GPTConfig, "vocab_size", [-5], POSITIVE),
+    ("GPTConfig", partial(GPTConfig, vocab_size=10), "d_ff", [0], POSITIVE),
+    ("GPTConfig", partial(GPTConfig, vocab_size=10), "tie_output", [None], "a bool"),
+    ("GPTConfig", _gpt_config, "norm", ["batchnorm"], "one of 'layernorm', 'rmsnorm'"),
+    ("GPTConfig", _gpt_config, "position", ["sinusoidal"], "one of 'learned', 'rope', 'none'"),
+    ("GPTConfig", _gpt_config, "rope_layout", ["neox"], "one of 'half', 'interleaved'"),
+    ("GPTConfig", _gpt_config, "ffn", ["geglu"], "one of 'mlp', 'swiglu'"),
+    ("GPTConfig", _gpt_config, "num_kv_heads", [0], POSITIVE),
+    ("GPTConfig", _gpt_config, "bias", ["False"], "a bool"),
+    ("GPT.generate", _generate, "max_new_tokens", [0], POSITIVE),
+    ("GPT.generate", _generate, "temperature", [0, math.inf, math.nan], FINITE),
+    ("GPT.generate", _generate, "top_k", [0, 2.5], POSITIVE),
+    ("warmup_lr", _warmup, "d_model", [0], POSITIVE),
+    ("warmup_lr", _warmup, "factor", [math.inf, math.nan, -1.0], AT_LEAST_0),
+    ("warmup_lr", _warmup, "step", [1.5], POSITIVE),
+    ("warmup_lr", _warmup, "warmup", [0], POSITIVE),
+    ("train", partial(_train, max_steps=None), "max_seconds", [math.inf], FINITE),
+    ("train", _train, "max_seconds", [math.nan, -1], FINITE),
+    ("train", _train, "max_steps", [1.5], POSITIVE),
+    ("train", _train, "lr_factor", [math.inf, math.nan], AT_LEAST_0),
+    ("train", _train, "seed", [2**70, -1], SEED),
+    ("train", _train, "seed", [1.0], "an integer"),
+    ("train", _train, "smoothing", [math.nan], UNIT),
+    ("train", _train, "batch_size", [0], POSITIVE),
+    ("new_translator", partial(new_translator, SRC_VOCAB, TGT_VOCAB), "seed", [2**64], SEED),
+    ("loss", _loss, "ignore_index", [0.5], "an integer"),
+    ("loss", _loss, "smoothing", [1.0], UNIT),
+    ("translate", partial(_translate, "我明天去北京。"), "beam_size", [0, 2.5], POSITIVE),
+    ("translate", partial(_translate, "我明天去北京。"), "max_len", [0, -5], POSITIVE),
+    ("generate_corpus", generate_corpus, "valid_fraction", [1.0], UNIT),
+    ("generate_corpus", generate_corpus, "seed", ["0"], "an int"),
+    ("Vocab", partial(Vocab, [["a"]]), "min_freq", [0, 1.5], POSITIVE),
+    ("Seq2Seq", Seq2Seq, "hidden_size", [0], POSITIVE),
+    ("Seq2Seq", Seq2Seq, "attention", ["yes"], "a bool"),
+    ("copy_accuracy", lambda **k: copy_accuracy(Seq2Seq(), **k), "length", [0], POSITIVE),
+]
+
+
 def messages():
     for name, call, error, match in MESSAGES:
         CASES.append(Case("messages", name, call, None, error, match))
+    for row in RULES:
+        must("messages", *row)
 
 
 # ---------------------------------------------------------------- checkpoints
@@ -1306,7 +1212,7 @@ def checkpoints():
 
 
 # ---------------------------------------------------------------- Translator
-@functools.cache
+@cache
 def shipped():
     return load_translator()
 
@@ -1325,7 +1231,7 @@ def translator_cases():
 
     for value in ["", " ", "。", "我", "我明天去北京。", "他昨天没在商店买衣服吗？", "好" * 5000,
                   "我明天去北京。" * 20, "I will go.", "🙂", "\x00", "我明天去北京", "-我明天去北京。",
-                  None, 5, b"bytes", ["我明天去北京。", 3], ("我明天去北京。",), [], iter(["我"]),
+                  None, b"bytes", ["我明天去北京。", 3], ("我明天去北京。",), [], iter(["我"]),
                   [["我"]], {"我明天去北京。"}]:  # fmt: skip
         count = 1 if isinstance(value, str) else len(value) if isinstance(value, (list, tuple)) else 0  # fmt: skip
         case(f"translate({value!r:.30})", lambda t, v=value: shipped().translate(v), strings(count))
@@ -1342,11 +1248,9 @@ def translator_cases():
     case("translate_checked out of grammar has the note",
          lambda t: shipped().translate_checked("他昨天没在商店买衣服吗？"),
          lambda r: None if r.note == OUT_OF_GRAMMAR else "no note")  # fmt: skip
-    for name, kwargs in {"beam_size=0": dict(beam_size=0), "beam_size=10**7": dict(beam_size=10**7),
-                         "beam_size=2.5": dict(beam_size=2.5), "max_len=0": dict(max_len=0),
-                         "max_len=-5": dict(max_len=-5), "max_len=10**9": dict(max_len=10**9),
-                         "beam_size=4": dict(beam_size=4), "max_len=1": dict(max_len=1)}.items():  # fmt: skip
-        case(f"translate {name}", lambda t, k=kwargs: shipped().translate("我明天去北京。", **k), strings(1))  # fmt: skip
+    for arg, value in [("beam_size", 10**7), ("max_len", 10**9), ("beam_size", 4), ("max_len", 1)]:
+        case(f"translate {arg}={value}", lambda t, k={arg: value}: shipped().translate("我明天去北京。", **k),
+             strings(1))  # fmt: skip
     case("cross_attention layer=5", lambda t: shipped().cross_attention("我明天去北京。", layer=5))
     case("cross_attention layer=-1", lambda t: shipped().cross_attention("我明天去北京。", layer=-1),
          lambda r: finite(r[2]))  # fmt: skip
