@@ -109,13 +109,12 @@ def cases_of(group):
 
 def must(group, name, call, arg, values, rule):
     """Pins ``call(arg=value)`` for each value: "{arg} must be {rule}, got {arg}={value!r}"."""
+    case = cases_of(group)
     error = TypeError if rule in ("a bool", "an integer", "an int") else ValueError
     for value in values:
-        message = "^" + re.escape(f"{arg} must be {rule}, got {arg}={value!r}") + "$"
-        call_it = partial(call, **{arg: value})
-        CASES.append(
-            Case(group, f"{name} {arg}={value!r}", lambda t, c=call_it: c(), None, error, message)
-        )
+        pin = "^" + re.escape(f"{arg} must be {rule}, got {arg}={value!r}") + "$"
+        thunk = partial(call, **{arg: value})
+        case(f"{name} {arg}={value!r}", lambda t, f=thunk: f(), None, error, pin)
 
 
 def finite(value):
@@ -444,10 +443,6 @@ def _mha(*args, **kwargs):
     return tf.MultiHeadAttention(C, H)(*args, **kwargs)
 
 
-def _x(*shape):
-    return torch.zeros(*shape)
-
-
 def _small_transformer_config(**overrides):
     kwargs = dict(src_vocab_size=20, tgt_vocab_size=20, d_model=C, num_heads=H, dropout=0.1)
     return tiny_transformer_config(**{**kwargs, "max_len": 8, **overrides})
@@ -461,8 +456,8 @@ def _cache_twice(batch_sizes, static_kv=False):
     """同一个缓存走一步注意力、每次一个批量大小；``static_kv``：交叉注意力（记忆只算一次）。"""
     mha, cache = tf.MultiHeadAttention(C, H), tf.KVCache()
     for n in batch_sizes:
-        memory = _x(n, 5 if static_kv else 1, C)
-        mha(_x(n, 1, C), memory, memory, cache=cache, static_kv=static_kv)
+        memory = torch.zeros(n, 5 if static_kv else 1, C)
+        mha(torch.zeros(n, 1, C), memory, memory, cache=cache, static_kv=static_kv)
     return cache
 
 
@@ -470,7 +465,7 @@ def _reorder(indices):
     _cache_twice((B,)).reorder(indices)  # 先存一步，批量大小 2
 
 
-q5, kv7 = _x(B, T, C), _x(B, S, C)
+q5, kv7 = torch.zeros(B, T, C), torch.zeros(B, S, C)
 
 EXAMPLES = [([4, 5, 6], [2, 7, 8, 3]), ([5, 6], [2, 8, 3])]
 SRC = torch.tensor([[4, 5, 6]])
@@ -498,11 +493,9 @@ def _save(tmp, **metrics):
     save_checkpoint(tiny_translator(), tmp / "m.safetensors", **metrics)
 
 
-def _save_under_a_file(tmp):
+def _save_under_a_file(tmp):  # 所在"文件夹"其实是个文件
     (tmp / "file.txt").write_text("x")
-    save_checkpoint(
-        tiny_translator(), tmp / "file.txt" / "m.safetensors"
-    )  # 所在"文件夹"其实是个文件
+    save_checkpoint(tiny_translator(), tmp / "file.txt" / "m.safetensors")
 
 
 LONG = "好" * 40_000  # 4 万个字符：消息里只引用开头
@@ -514,16 +507,16 @@ LONG = "好" * 40_000  # 4 万个字符：消息里只引用开头
 MESSAGES = [
     ("mha-divisible", lambda t: tf.MultiHeadAttention(10, 3), ValueError,
      r"d_model must be divisible by num_heads, got d_model=10, num_heads=3"),
-    ("mha-last-dim", lambda t: _mha(_x(B, T, 8), kv7, kv7), ValueError,
+    ("mha-last-dim", lambda t: _mha(torch.zeros(B, T, 8), kv7, kv7), ValueError,
      r"last dimension of query must equal d_model=16, got shape \(2, 5, 8\)"),
-    ("mha-ndim", lambda t: _mha(_x(T, C), kv7, kv7), ValueError,
+    ("mha-ndim", lambda t: _mha(torch.zeros(T, C), kv7, kv7), ValueError,
      r"query must have shape \(B, T, C\), got shape \(5, 16\)"),
     ("mha-not-tensor", lambda t: _mha([[0.0] * C], kv7, kv7), TypeError,
      r"query must be a torch.Tensor of shape \(B, T, C\), got list"),
-    ("mha-key-value-length", lambda t: _mha(q5, kv7, _x(B, 6, C)), ValueError,
+    ("mha-key-value-length", lambda t: _mha(q5, kv7, torch.zeros(B, 6, C)), ValueError,
      r"key and value must have the same length S \(dim -2\), got key shape \(2, 7, 16\), "
      r"value shape \(2, 6, 16\)"),
-    ("mha-batch", lambda t: _mha(q5, _x(3, S, C), _x(3, S, C)), ValueError,
+    ("mha-batch", lambda t: _mha(q5, torch.zeros(3, S, C), torch.zeros(3, S, C)), ValueError,
      r"query, key and value must have the same batch size B, got 2, 3, 3"),
     ("mha-mask-dtype", lambda t: _mha(q5, kv7, kv7, attn_mask=torch.ones(T, S)), TypeError,
      r"attn_mask must be a bool tensor \(True = masked out, as in torch.nn.MultiheadAttention\), "
@@ -552,17 +545,15 @@ MESSAGES = [
      r"takes 4 positional arguments but 5 were given"),
     ("mha-cache-type", lambda t: _mha(q5, kv7, kv7, cache={}), TypeError,
      r"cache must be a KVCache or None, got dict"),
-    ("sdpa-head-dim", lambda t: tf.attention_with_weights(_x(B, T, 8), _x(B, S, 4), _x(B, S, 4)),
+    ("sdpa-head-dim", lambda t: tf.attention_with_weights(torch.zeros(B, T, 8), torch.zeros(B, S, 4), torch.zeros(B, S, 4)),
      ValueError, r"query and key must have the same last dimension D"),
     ("sdpa-mask-last-dim-1",
      lambda t: tf.attention_with_weights(q5, kv7, kv7, mask=torch.ones(T, 1, dtype=torch.bool)),
      ValueError, r"mask of shape \(5, 1\) does not fit .* the last one exactly S"),
-    ("sdpa-1d", lambda t: tf.attention_with_weights(_x(C), kv7, kv7), ValueError,
+    ("sdpa-1d", lambda t: tf.attention_with_weights(torch.zeros(C), kv7, kv7), ValueError,
      r"query must have shape \(\.\.\., T, D\), got shape \(16,\)"),
-    ("sdpa-batch", lambda t: tf.attention_with_weights(_x(2, T, C), _x(3, S, C), _x(3, S, C)),
+    ("sdpa-batch", lambda t: tf.attention_with_weights(torch.zeros(2, T, C), torch.zeros(3, S, C), torch.zeros(3, S, C)),
      ValueError, r"the leading \(batch\) dimensions of query and key must broadcast"),
-    ("emb-padding_idx", lambda t: tf.TokenEmbedding(10, 16, padding_idx=10), ValueError,
-     r"padding_idx must be in \[0, vocab_size\) = \[0, 10\), got padding_idx=10"),
     ("emb-id-too-big", lambda t: tf.TokenEmbedding(10, 16)(torch.tensor([[1, 12]])), ValueError,
      r"ids must be in \[0, vocab_size\) = \[0, 10\), got 12"),
     ("emb-id-negative", lambda t: tf.TokenEmbedding(10, 16)(torch.tensor([[-1, 2]])), ValueError,
@@ -571,21 +562,21 @@ MESSAGES = [
      r"ids must be an integer tensor, got dtype=torch.float32"),
     ("emb-ids-3d", lambda t: tf.TokenEmbedding(10, 16)(torch.zeros(1, 2, 3, dtype=torch.long)),
      ValueError, r"ids must have shape \(B, T\), got shape \(1, 2, 3\)"),
-    ("pe-too-long", lambda t: tf.PositionalEncoding(16, max_len=10)(_x(B, 11, 16)), ValueError,
+    ("pe-too-long", lambda t: tf.PositionalEncoding(16, max_len=10)(torch.zeros(B, 11, 16)), ValueError,
      r"T \+ start = 11 \+ 0 = 11 must be <= max_len=10"),
-    ("pe-start-too-far", lambda t: tf.PositionalEncoding(16, max_len=10)(_x(B, 3, 16), start=8),
+    ("pe-start-too-far", lambda t: tf.PositionalEncoding(16, max_len=10)(torch.zeros(B, 3, 16), start=8),
      ValueError, r"T \+ start = 3 \+ 8 = 11 must be <= max_len=10"),
-    ("pe-last-dim", lambda t: tf.PositionalEncoding(16)(_x(B, 3, 8)), ValueError,
+    ("pe-last-dim", lambda t: tf.PositionalEncoding(16)(torch.zeros(B, 3, 8)), ValueError,
      r"last dimension of x must equal d_model=16, got shape \(2, 3, 8\)"),
     ("shift-odd", lambda t: tf.shift_matrix(1, 7), ValueError,
      r"d_model must be even for shift_matrix: .* got d_model=7"),
     ("padding-1d", lambda t: tf.padding_mask(torch.tensor([1, 2, 0]), 0), ValueError,
      r"ids must have shape \(B, S\), got shape \(3,\)"),
-    ("ln-last-dim", lambda t: tf.LayerNorm(16)(_x(B, T, 8)), ValueError,
+    ("ln-last-dim", lambda t: tf.LayerNorm(16)(torch.zeros(B, T, 8)), ValueError,
      r"last dimension of x must equal d_model=16, got shape \(2, 5, 8\)"),
     ("enc-divisible", lambda t: tf.EncoderLayer(16, 3, 64), ValueError,
      r"d_model must be divisible by num_heads, got d_model=16, num_heads=3"),
-    ("dec-memory-dim", lambda t: tf.DecoderLayer(16, 4, 64)(q5, _x(B, S, 8)), ValueError,
+    ("dec-memory-dim", lambda t: tf.DecoderLayer(16, 4, 64)(q5, torch.zeros(B, S, 8)), ValueError,
      r"last dimension of memory must equal d_model=16, got shape \(2, 7, 8\)"),
     ("cfg-divisible", lambda t: _small_transformer_config(d_model=10, num_heads=3), ValueError,
      r"d_model must be divisible by num_heads, got d_model=10, num_heads=3"),
@@ -865,14 +856,16 @@ MESSAGES = [
 
 _warmup = partial(warmup_lr, step=1, d_model=512, warmup=4000)
 _loss = partial(label_smoothed_cross_entropy, LOGITS, TARGET)
+_emb = partial(tf.TokenEmbedding, 10, 16)
 # 消息恰好是 "参数 must be 规则, got 参数=repr(取值)" 的坏输入 (名字, 调用, 参数, 取值, 规则)：调用(参数=取值)
 RULES = [
     ("mha", partial(_mha, q5, kv7, kv7), "need_weights", [1], "a bool"),
     ("sdpa", partial(tf.attention_with_weights, q5, kv7, kv7), "dropout_p", [1.5, math.nan], UNIT),
-    ("TokenEmbedding", partial(tf.TokenEmbedding, 10, 16), "scale", [1], "a bool"),
+    ("emb", _emb, "scale", [1], "a bool"),
+    ("emb", _emb, "padding_idx", [10], "in [0, vocab_size) = [0, 10)"),
     ("LayerNorm", partial(tf.LayerNorm, C), "eps", [math.inf, "1e-5"], FINITE),
     ("PositionalEncoding", partial(tf.PositionalEncoding, C), "base", [-math.inf], FINITE),
-    ("pe", partial(tf.PositionalEncoding(16, max_len=10), _x(B, 3, 16)), "start", [-1], ">= 0"),
+    ("pe", partial(tf.PositionalEncoding(C, max_len=10), x16), "start", [-1], ">= 0"),
     ("sinusoidal", partial(tf.sinusoidal_encoding, 10, C), "base", [math.inf, math.nan, 0], FINITE),
     ("sinusoidal", partial(tf.sinusoidal_encoding, 8, 4), "base", [-10.0, "10000"], FINITE),
     ("sinusoidal", partial(tf.sinusoidal_encoding, d_model=4), "max_len", [0, 8.0, -1], POSITIVE),
