@@ -388,7 +388,7 @@ def text():
     def is_list(r):
         return None if isinstance(r, list) and all(isinstance(t, str) for t in r) else repr(r)[:40]
 
-    for value in [None, 123, b"bytes", "", "   ", "好" * 100_000, "🙂🙂", "\x00", "我\n爱\t北京",
+    for value in [None, 123, "", "   ", "好" * 100_000, "🙂🙂", "\x00", "我\n爱\t北京",
                   "ABC def", "——……", "我明天去北京。" * 50, ["我"], "\ud800"]:  # fmt: skip
         case(f"tokenize_zh({value!r:.30})", lambda t, v=value: tf.tokenize_zh(v), is_list)
         case(f"tokenize_en({value!r:.30})", lambda t, v=value: tf.tokenize_en(v), is_list)
@@ -1106,7 +1106,6 @@ def checkpoints():
                 _resave(tensors=lambda s, n=name, f=new: s.__setitem__(n, f(s[n]))),
             )
         crafted(f"{name} missing", _resave(tensors=lambda s, n=name: s.pop(n)))
-    case("old .pt file", lambda t: load_checkpoint(made(t, "old")), same_as_saved)
     for name in ("old", "evil", "truncated"):
         case(f"convert {name}", lambda t, n=name: convert_checkpoint(made(t, n), t / f"{n}-new.safetensors"),
              same_as_saved)  # fmt: skip
@@ -1134,10 +1133,9 @@ def translator_cases():
 
         return check
 
-    for value in ["", " ", "。", "我", "我明天去北京。", "他昨天没在商店买衣服吗？", "好" * 5000,
-                  "我明天去北京。" * 20, "I will go.", "🙂", "\x00", "我明天去北京", "-我明天去北京。",
-                  None, b"bytes", ["我明天去北京。", 3], ("我明天去北京。",), [], iter(["我"]),
-                  [["我"]], {"我明天去北京。"}]:  # fmt: skip
+    for value in ["", "。", "我", "我明天去北京。", "他昨天没在商店买衣服吗？", "I will go.", "🙂",
+                  "\x00", "我明天去北京", "-我明天去北京。", None, b"bytes", ("我明天去北京。",), [],
+                  iter(["我"]), [["我"]], {"我明天去北京。"}]:  # fmt: skip
         count = 1 if isinstance(value, str) else len(value) if isinstance(value, (list, tuple)) else 0  # fmt: skip
         case(f"translate({value!r:.30})", lambda t, v=value: shipped().translate(v), strings(count))
 
@@ -1249,17 +1247,15 @@ ARGPARSE_CLI = [  # (编号, 命令, 参数, "error: " 之后的正则)
 
 # 没有钉死消息的：照 classify_cli 的规则判（一行中文、没有 traceback）
 TRANSLATE_MORE = [
-    ["--beam-size", "100000", "我明天去北京。"], ["--bogus", "我"], ["--model", "{truncated}", "我"],
-    ["--model", "", "我"], ["", "我明天去北京。"], ["我爱你"], ["--", "-我明天去北京。"], ["-我明天去北京。"],
-    ["--beam", "2", "我明天去北京。"], ["--help"], ["我明天去北京。", "他昨天没在商店买衣服吗？"],
-    ["--beam-size=2", "我明天去北京。"], ["--model={model}", "我明天去北京。"], ["\x00"], ["🙂"],
-    ["--beam-size", "-1", "我"], ["--beam-size", "1e3", "我"], ["--beam-size", str(2**70), "我"],
+    ["--beam-size", "100000", "我明天去北京。"], ["--model", "{truncated}", "我"], ["--model", "", "我"],
+    ["我爱你"], ["--beam", "2", "我明天去北京。"], ["--help"], ["--beam-size=2", "我明天去北京。"],
+    ["我明天去北京。", "他昨天没在商店买衣服吗？"], ["--model={model}", "我明天去北京。"], ["\x00"], ["🙂"],
+    ["--beam-size", "-1", "我"], ["--beam-size", "1e3", "我"],
     ["--model", "{model}", "--model", "{truncated}", "我"],
 ]  # fmt: skip
 TRAIN_MORE = [
-    ["--seconds", "-1"], ["--seed", "-1"], ["--seed", "x"],
-    ["--out", "/" + "x" * 300 + "/m.safetensors"], ["--no-progress=1"], ["positional"], ["--help"],
-    ["--out", "{tmp}/" + "a" * 300 + ".safetensors"],
+    ["--seconds", "-1"], ["--seed", "-1"], ["--seed", "x"], ["positional"], ["--help"],
+    ["--out", "/" + "x" * 300 + "/m.safetensors"], ["--out", "{tmp}/" + "a" * 300 + ".safetensors"],
 ]  # fmt: skip
 # 真的起子进程跑 python -m tinyformer.translation：(参数, stdout 一开始就关掉, 退出码, 那一行)
 SUBPROCESS_CLI = [
