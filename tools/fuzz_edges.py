@@ -181,18 +181,12 @@ def constructors():
                 case(
                     f"{cls_name}({arg}={value!r})", lambda t, c=cls, k={**good, arg: value}: c(**k)
                 )
-    config = dict(src_vocab_size=12, tgt_vocab_size=12, d_model=8, num_heads=2,
-                  num_encoder_layers=1, num_decoder_layers=1, d_ff=16, max_len=16)  # fmt: skip
     for arg, value in [("pad_id", -1), ("tie_output", "no"), ("tgt_vocab_size", 1), ("max_len", 0),
                        ("d_model", 7)]:  # fmt: skip
-        kwargs = {**config, arg: value}
-        case(f"Transformer({arg}={value!r})",
-             lambda t, k=kwargs: tf.Transformer(tf.TransformerConfig(**k)))  # fmt: skip
-    gpt = dict(vocab_size=12, max_len=16, d_model=8, num_heads=2, num_layers=1)
+        case(f"Transformer({arg}={value!r})", lambda t, k={arg: value}: tiny_model(**k))
     for arg, value in [("vocab_size", 10**9), ("max_len", 10**9), ("d_ff", 2**40), ("num_heads", 5),
                        ("activation", "swish"), ("rope_layout", None)]:  # fmt: skip
-        kwargs = {**gpt, arg: value}
-        case(f"GPT({arg}={value!r})", lambda t, k=kwargs: tf.GPT(tf.GPTConfig(**k)))
+        case(f"GPT({arg}={value!r})", lambda t, k={arg: value}: tiny_gpt(**k))
     # valid edges
     case("MultiHeadAttention(1, 1)", lambda t: tf.MultiHeadAttention(1, 1))
     case("EncoderLayer(num_heads=d_model)", lambda t: tf.EncoderLayer(8, 8, 1))
@@ -433,19 +427,10 @@ def decoding(model):
 B, T, S, C, H = 2, 5, 7, 16, 4  # C：tiny_transformer、tiny_translator 的 d_model
 
 
-def _gpt() -> tf.GPT:
-    return tiny_gpt(vocab_size=20, max_len=8, num_layers=1)
-
-
 def _mha(*args, **kwargs):
     """在一个小的多头注意力上调用 forward；位置参数依次是 query, key, value。"""
     torch.manual_seed(0)
     return tf.MultiHeadAttention(C, H)(*args, **kwargs)
-
-
-def _small_transformer_config(**overrides):
-    kwargs = dict(src_vocab_size=20, tgt_vocab_size=20, d_model=C, num_heads=H, dropout=0.1)
-    return tiny_transformer_config(**{**kwargs, "max_len": 8, **overrides})
 
 
 def _ids(*shape, high=10):
@@ -477,12 +462,8 @@ def _train(**kwargs):
     return train(tiny_model(), EXAMPLES, **{"max_steps": 1, "progress": False, **kwargs})
 
 
-def _gpt_config(**kwargs):
-    return tf.GPTConfig(**{"vocab_size": 30, "d_model": C, "num_heads": H, **kwargs})
-
-
 def _generate(**kwargs):
-    return _gpt().generate(_ids(B, 3), **{"max_new_tokens": 2, **kwargs})
+    return tiny_gpt().generate(_ids(B, 3), **{"max_new_tokens": 2, **kwargs})
 
 
 def _translate(sentence, **kwargs):
@@ -578,26 +559,23 @@ MESSAGES = [
      r"d_model must be divisible by num_heads, got d_model=16, num_heads=3"),
     ("dec-memory-dim", lambda t: tf.DecoderLayer(16, 4, 64)(q5, torch.zeros(B, S, 8)), ValueError,
      r"last dimension of memory must equal d_model=16, got shape \(2, 7, 8\)"),
-    ("cfg-divisible", lambda t: _small_transformer_config(d_model=10, num_heads=3), ValueError,
+    ("cfg-divisible", lambda t: tiny_transformer_config(d_model=10, num_heads=3), ValueError,
      r"d_model must be divisible by num_heads, got d_model=10, num_heads=3"),
-    ("cfg-pad_id", lambda t: _small_transformer_config(pad_id=20), ValueError,
-     r"pad_id must be a valid id in both vocabularies, .* = \[0, 20\), got pad_id=20"),
+    ("cfg-pad_id", lambda t: tiny_transformer_config(pad_id=12), ValueError,
+     r"pad_id must be a valid id in both vocabularies, .* = \[0, 12\), got pad_id=12"),
     ("transformer-config-type", lambda t: tf.Transformer({"d_model": 16}), TypeError,
      r"config must be a TransformerConfig, got dict"),
-    ("transformer-too-long",
-     lambda t: tf.Transformer(_small_transformer_config())(_ids(B, 9), _ids(B, 3)), ValueError,
-     r"T \+ start = 9 \+ 0 = 9 must be <= max_len=8"),
-    ("transformer-tgt-id",
-     lambda t: tf.Transformer(_small_transformer_config())(_ids(B, 3), _ids(B, 3) + 20), ValueError,
-     r"ids must be in \[0, vocab_size\) = \[0, 20\), got 2\d"),
-    ("transformer-src-1d",
-     lambda t: tf.Transformer(_small_transformer_config())(_ids(3), _ids(B, 3)), ValueError,
+    ("transformer-too-long", lambda t: tiny_model()(_ids(B, 21), _ids(B, 3)), ValueError,
+     r"T \+ start = 21 \+ 0 = 21 must be <= max_len=20"),
+    ("transformer-tgt-id", lambda t: tiny_model()(_ids(1, 3), torch.tensor([[1, 12]])), ValueError,
+     r"ids must be in \[0, vocab_size\) = \[0, 12\), got 12"),
+    ("transformer-src-1d", lambda t: tiny_model()(_ids(3), _ids(B, 3)), ValueError,
      r"src must have shape \(B, S\), got shape \(3,\)"),
-    ("gpt-too-long", lambda t: _gpt()(_ids(B, 9)), ValueError,
-     r"T \+ cached length = 9 \+ 0 = 9 must be <= max_len=8"),
-    ("gpt-generate-too-long", lambda t: _gpt().generate(_ids(B, 3), 6), ValueError,
-     r"T \+ max_new_tokens = 3 \+ 6 = 9 must be <= max_len=8"),
-    ("gpt-generator", lambda t: _gpt().generate(_ids(B, 3), 2, generator=0), TypeError,
+    ("gpt-too-long", lambda t: tiny_gpt()(_ids(B, 17)), ValueError,
+     r"T \+ cached length = 17 \+ 0 = 17 must be <= max_len=16"),
+    ("gpt-generate-too-long", lambda t: tiny_gpt().generate(_ids(B, 3), 14), ValueError,
+     r"T \+ max_new_tokens = 3 \+ 14 = 17 must be <= max_len=16"),
+    ("gpt-generator", lambda t: tiny_gpt().generate(_ids(B, 3), 2, generator=0), TypeError,
      r"generator must be a Generator or None, got int"),
     ("cache-reorder-range", lambda t: _reorder(torch.tensor([0, 5])), ValueError,
      r"indices must be in \[0, batch size\) = \[0, 2\), got 5"),
@@ -650,7 +628,7 @@ MESSAGES = [
     ("beam-size-10**7-big-vocab", lambda t: tf.beam_search(tiny_model(tgt_vocab_size=500), torch.tensor(
         [[5, 6]]), 1, 2, max_len=5, beam_size=10**7), ValueError,
      r"^beam_search with B=1, beam_size=10000000 would need about [\d.]+ GiB"),
-    ("gpt-temperature-underflow", lambda t: _gpt().generate(SRC, 2, temperature=1e-45),
+    ("gpt-temperature-underflow", lambda t: tiny_gpt().generate(SRC, 2, temperature=1e-45),
      ValueError, r"^temperature=1e-45 is too small: logits / temperature overflows torch.float32; "
      r"use greedy=True to always take the most likely token$"),
     # 训练循环
@@ -837,11 +815,11 @@ MESSAGES = [
     ("bpe-gpt2-merge-unknown", lambda t: ByteBPE.from_gpt2_merges([("æĺ", "¥")]), ValueError,
      r"merge 0 .* uses a token that no earlier merge made"),
     # GPT 的现代选项与 RoPE
-    ("gpt-num_kv_heads-3", lambda t: _gpt_config(num_kv_heads=3), ValueError,
+    ("gpt-num_kv_heads-3", lambda t: tiny_gpt(num_kv_heads=3), ValueError,
      "num_heads must be divisible by num_kv_heads"),
-    ("gpt-num_kv_heads-8", lambda t: _gpt_config(num_kv_heads=8), ValueError,
+    ("gpt-num_kv_heads-8", lambda t: tiny_gpt(num_kv_heads=8), ValueError,
      "num_heads must be divisible by num_kv_heads"),
-    ("gpt-rope-odd-head_dim", lambda t: _gpt_config(position="rope", d_model=12), ValueError,
+    ("gpt-rope-odd-head_dim", lambda t: tiny_gpt(position="rope", d_model=12), ValueError,
      "d_model // num_heads must be even"),
     ("rope-head_dim-odd", lambda t: tf.RotaryEmbedding(5), ValueError, "head_dim must be even"),
     ("rope-base-1e-310", lambda t: tf.RotaryEmbedding(1024, max_len=2, base=1e-310), ValueError,
@@ -874,19 +852,19 @@ RULES = [
     ("shift_matrix", partial(tf.shift_matrix, d_model=8), "k", [1.5], "an integer"),
     ("causal_mask", tf.causal_mask, "T", [0, -1, 2.0], POSITIVE),
     ("causal_mask", partial(tf.causal_mask, 3), "start", [-1], ">= 0"),
-    ("TransformerConfig", _small_transformer_config, "src_vocab_size", [0], POSITIVE),
-    ("TransformerConfig", _small_transformer_config, "num_decoder_layers", [0], POSITIVE),
-    ("TransformerConfig", _small_transformer_config, "activation", ["tanh"], ACTIVATION),
-    ("TransformerConfig", _small_transformer_config, "dropout", [1], UNIT),
+    ("TransformerConfig", tiny_transformer_config, "src_vocab_size", [0], POSITIVE),
+    ("TransformerConfig", tiny_transformer_config, "num_decoder_layers", [0], POSITIVE),
+    ("TransformerConfig", tiny_transformer_config, "activation", ["tanh"], ACTIVATION),
+    ("TransformerConfig", tiny_transformer_config, "dropout", [1], UNIT),
     ("GPTConfig", tf.GPTConfig, "vocab_size", [-5], POSITIVE),
     ("GPTConfig", partial(tf.GPTConfig, vocab_size=10), "d_ff", [0], POSITIVE),
     ("GPTConfig", partial(tf.GPTConfig, vocab_size=10), "tie_output", [None], "a bool"),
-    ("GPTConfig", _gpt_config, "norm", ["batchnorm"], "one of 'layernorm', 'rmsnorm'"),
-    ("GPTConfig", _gpt_config, "position", ["sinusoidal"], "one of 'learned', 'rope', 'none'"),
-    ("GPTConfig", _gpt_config, "rope_layout", ["neox"], "one of 'half', 'interleaved'"),
-    ("GPTConfig", _gpt_config, "ffn", ["geglu"], "one of 'mlp', 'swiglu'"),
-    ("GPTConfig", _gpt_config, "num_kv_heads", [0], POSITIVE),
-    ("GPTConfig", _gpt_config, "bias", ["False"], "a bool"),
+    ("GPTConfig", tiny_gpt, "norm", ["batchnorm"], "one of 'layernorm', 'rmsnorm'"),
+    ("GPTConfig", tiny_gpt, "position", ["sinusoidal"], "one of 'learned', 'rope', 'none'"),
+    ("GPTConfig", tiny_gpt, "rope_layout", ["neox"], "one of 'half', 'interleaved'"),
+    ("GPTConfig", tiny_gpt, "ffn", ["geglu"], "one of 'mlp', 'swiglu'"),
+    ("GPTConfig", tiny_gpt, "num_kv_heads", [0], POSITIVE),
+    ("GPTConfig", tiny_gpt, "bias", ["False"], "a bool"),
     ("GPT.generate", _generate, "max_new_tokens", [0], POSITIVE),
     ("GPT.generate", _generate, "temperature", [0, math.inf, math.nan], FINITE),
     ("GPT.generate", _generate, "top_k", [0, 2.5], POSITIVE),
