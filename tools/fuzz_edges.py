@@ -269,9 +269,7 @@ def attention():
         ("DecoderLayer memory_key_padding_mask", lambda t: dec(q, mem, memory_key_padding_mask=pad), (B, T, C)),
     ]:  # fmt: skip
         case(name, thunk, shape(out))
-    config = tf.TransformerConfig(12, 12, d_model=8, num_heads=2, num_encoder_layers=1,
-                                  num_decoder_layers=1, d_ff=16, max_len=16)  # fmt: skip
-    model = tf.Transformer(config).eval()
+    model = tiny_model(d_model=8, num_heads=2, d_ff=16, max_len=16, dropout=0.1)
     src, tgt = torch.tensor([[1, 2, 0], [3, 0, 0]]), torch.tensor([[1, 4], [1, 5]])
     for name, thunk, out in [
         ("Transformer src_mask=src == 0", lambda t: model(src, tgt, src_mask=src == 0), (B, T, 12)),
