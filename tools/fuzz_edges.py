@@ -1070,8 +1070,8 @@ def checkpoints():
         ("pad swapped in itos", lambda m: m["src_itos"].insert(0, m["src_itos"].pop(1))),
     ]:
         crafted(name, _resave(meta=change))
-    for name, raw in [("metadata not JSON", {"tinyformer": "{"}), ("metadata a list", {"tinyformer": "[1]"})]:  # fmt: skip
-        crafted(name, _resave(raw_meta=raw))
+    crafted("metadata not JSON", _resave(raw_meta={"tinyformer": "{"}))
+    crafted("metadata a list", _resave(raw_meta={"tinyformer": "[1]"}))
     # the first, a middle and the last weight in the file
     for name in ("decoder_layers.0.cross_attn.k_proj.bias", "decoder_layers.0.self_attn.q_proj.bias",
                  "tgt_embed.embedding.weight"):  # fmt: skip
