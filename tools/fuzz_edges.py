@@ -22,7 +22,6 @@ sets a 6 GiB address-space limit on itself and takes a few minutes on two cores.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import math
@@ -33,8 +32,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
+from functools import cache, partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -55,42 +55,11 @@ from tests.kit import (  # noqa: E402
     tiny_translator,
 )
 from tests.kit import tiny_transformer as tiny_model  # noqa: E402
-from tinyformer import (  # noqa: E402
-    GPT,
-    DecoderLayer,
-    EncoderLayer,
-    GPTConfig,
-    KVCache,
-    LayerNorm,
-    MultiHeadAttention,
-    PositionalEncoding,
-    PositionWiseFFN,
-    RotaryEmbedding,
-    TokenEmbedding,
-    Transformer,
-    TransformerConfig,
-    attention_with_weights,
-    beam_search,
-    book,
-    causal_mask,
-    greedy_decode,
-    padding_mask,
-    seq2seq,
-    shift_matrix,
-    sinusoidal_encoding,
-)
+from tinyformer import book, seq2seq  # noqa: E402
 from tinyformer.bpe import ByteBPE  # noqa: E402
 from tinyformer.layers import recording_weights  # noqa: E402
 from tinyformer.poetry import cli as poetry_cli  # noqa: E402
 from tinyformer.poetry.checkpoint import save_checkpoint as save_poet  # noqa: E402
-from tinyformer.seq2seq import (  # noqa: E402
-    AdditiveAttention,
-    GRUEncoder,
-    Seq2Seq,
-    copy_accuracy,
-    make_copy_batch,
-    train_copy_model,
-)
 from tinyformer.text import Vocab, ZhTokenizer, detokenize_en, pad_sequences, tokenize_zh  # noqa: E402
 from tinyformer.translation import cli  # noqa: E402
 from tinyformer.translation.checkpoint import (  # noqa: E402
@@ -113,6 +82,12 @@ TIMEOUT = 60
 ENGLISH = re.compile(r"[A-Za-z]{2,}(?: [A-Za-z]{2,}){2,}")
 TORCH_INTERNAL = re.compile(r"at::|c10::|Expected .* but got|size mismatch|DefaultCPUAllocator|"
                             r"index out of range in self|mat1 and mat2|The size of tensor a")  # fmt: skip
+TORCH_NAMES_SIZE = re.compile(
+    r"can't allocate memory: you tried to allocate \d+ bytes|Storage size calculation overflowed"
+)
+NAMES_ARGUMENT = re.compile(
+    r"must|got|expected|checkpoint|give|need|has |does not|convert|positional argument"
+)
 
 
 class Case(NamedTuple):
@@ -130,6 +105,16 @@ CASES: list[Case] = []
 def cases_of(group):
     """``case(name, call, check=None, error=None, match=None)``：把一个情形记进 ``group`` 这一组。"""
     return lambda *args, **kwargs: CASES.append(Case(group, *args, **kwargs))
+
+
+def must(group, name, call, arg, values, rule):
+    """Pins ``call(arg=value)`` for each value: "{arg} must be {rule}, got {arg}={value!r}"."""
+    case = cases_of(group)
+    error = TypeError if rule in ("a bool", "an integer", "an int") else ValueError
+    for value in values:
+        pin = "^" + re.escape(f"{arg} must be {rule}, got {arg}={value!r}") + "$"
+        thunk = partial(call, **{arg: value})
+        case(f"{name} {arg}={value!r}", lambda t, f=thunk: f(), None, error, pin)
 
 
 def finite(value):
@@ -150,8 +135,14 @@ def shape(expected):
     return check
 
 
-BAD_INTS = [0, -1, 1.5, True, None, "8", float("nan"), 2**62, -(2**63)]
-BAD_FLOATS = [-0.1, 1.0, 1.5, float("nan"), float("inf"), None, "0.1", True]
+BAD_INTS = [0, -1, 1.5, True, None, "8", math.nan, -(2**63)]
+BAD_FLOATS = [-0.1, 1.0, 1.5, math.nan, math.inf, None, "0.1", True]
+POSITIVE = "a positive integer"
+FINITE = "a finite positive number"
+AT_LEAST_0 = "a finite number >= 0"
+UNIT = "in [0, 1)"
+SEED = "in [0, 2**32) = [0, 4294967296)"
+ACTIVATION = "one of 'relu', 'gelu', 'gelu_tanh'"
 
 
 # ---------------------------------------------------------------- constructors
@@ -168,49 +159,34 @@ def constructors():
         "DecoderLayer": (tf.DecoderLayer, dict(small)),
         "Dropout": (tf.Dropout, dict(p=0.5)),
     }
-    # the door's one message per argument, pinned for every class that takes it (2**62 and the
-    # base/padding_idx values end in size or range messages of their own: classified, not pinned)
-    rules = {"p": r"in \[0, 1\)", "dropout": r"in \[0, 1\)", "eps": "a finite positive number",
-             "activation": "one of 'relu', 'gelu', 'gelu_tanh'", "bias": "a bool", "norm_first": "a bool"}  # fmt: skip
-
-    def swept(cls_name, cls, kwargs, arg, rule):
-        value = kwargs[arg]
-        message = rf"^{arg} must be {rule}, got {arg}={re.escape(repr(value))}$" if rule else None
-        error = (TypeError if rule == "a bool" else ValueError) if rule else None
-        case(
-            f"{cls_name}({arg}={value!r})", lambda t, c=cls, k=kwargs: c(**k), None, error, message
-        )
-
+    # the door's one message per argument, pinned for every class that takes it: (rule, more values)
+    rules = {
+        "dropout": (UNIT, [1.0, -0.5, math.nan]),
+        "eps": (FINITE, [0.0, -1e-5, math.nan]),
+        "activation": (ACTIVATION, ["tanh", None]),
+        "bias": ("a bool", ["yes"]),
+        "norm_first": ("a bool", [1]),
+    }
+    # 2**62 and the base/padding_idx values end in size or range messages of their own: not pinned
+    unpinned = [("base", 1e-310), ("base", 1.0), ("base", -2.0), ("padding_idx", -11)]
     for cls_name, (cls, good) in builders.items():
+        door, params = partial(cls, **good), inspect.signature(cls).parameters
         for arg in good:
-            for value in BAD_FLOATS if arg == "p" else BAD_INTS:
-                rule = None if value == 2**62 else rules.get(arg, "a positive integer")
-                swept(cls_name, cls, {**good, arg: value}, arg, rule)
-    for arg, value in [("dropout", 1.0), ("dropout", -0.5), ("dropout", float("nan")),
-                       ("activation", "tanh"), ("activation", None), ("eps", 0.0), ("eps", -1e-5),
-                       ("eps", float("nan")), ("base", 1e-310), ("base", 1.0), ("base", -2.0),
-                       ("base", float("inf")), ("padding_idx", 10), ("padding_idx", -11),
-                       ("bias", "yes"), ("norm_first", 1)]:  # fmt: skip
-        for cls_name, (cls, good) in builders.items():
-            if arg in inspect.signature(cls).parameters:
-                swept(cls_name, cls, {**good, arg: value}, arg, rules.get(arg))
-    config = dict(src_vocab_size=12, tgt_vocab_size=12, d_model=8, num_heads=2,
-                  num_encoder_layers=1, num_decoder_layers=1, d_ff=16, max_len=16)  # fmt: skip
-    for arg, value in [("d_model", 2**20), ("max_len", 10**9), ("src_vocab_size", 10**9),
-                       ("d_ff", 2**36), ("num_encoder_layers", 10**6), ("num_heads", 3),
-                       ("pad_id", 12), ("pad_id", -1), ("tie_output", "no"), ("dropout", 2.0),
-                       ("tgt_vocab_size", 1), ("max_len", 0), ("d_model", 7)]:  # fmt: skip
-        kwargs = {**config, arg: value}
-        case(f"Transformer({arg}={value!r})",
-             lambda t, k=kwargs: tf.Transformer(tf.TransformerConfig(**k)))  # fmt: skip
-    gpt = dict(vocab_size=12, max_len=16, d_model=8, num_heads=2, num_layers=1)
-    for arg, value in [("vocab_size", 10**9), ("max_len", 10**9), ("num_layers", 10**6),
-                       ("d_ff", 0), ("d_ff", 2**40), ("num_heads", 5), ("activation", "swish"),
-                       ("norm", "batchnorm"), ("position", "sinusoidal"), ("rope_layout", None),
-                       ("ffn", "geglu"), ("num_kv_heads", 3), ("num_kv_heads", 0),
-                       ("bias", 1)]:  # fmt: skip
-        kwargs = {**gpt, arg: value}
-        case(f"GPT({arg}={value!r})", lambda t, k=kwargs: tf.GPT(tf.GPTConfig(**k)))
+            rule = UNIT if arg == "p" else POSITIVE
+            must("constructors", cls_name, door, arg, BAD_FLOATS if arg == "p" else BAD_INTS, rule)
+        for arg in [arg for arg in rules if arg in params]:
+            must("constructors", cls_name, door, arg, rules[arg][1], rules[arg][0])
+        for arg, value in [(arg, 2**62) for arg in good if arg != "p"] + unpinned:
+            if arg in params:
+                case(
+                    f"{cls_name}({arg}={value!r})", lambda t, c=cls, k={**good, arg: value}: c(**k)
+                )
+    for arg, value in [("pad_id", -1), ("tie_output", "no"), ("tgt_vocab_size", 1), ("max_len", 0),
+                       ("d_model", 7)]:  # fmt: skip
+        case(f"Transformer({arg}={value!r})", lambda t, k={arg: value}: tiny_model(**k))
+    for arg, value in [("vocab_size", 10**9), ("max_len", 10**9), ("d_ff", 2**40), ("num_heads", 5),
+                       ("activation", "swish"), ("rope_layout", None)]:  # fmt: skip
+        case(f"GPT({arg}={value!r})", lambda t, k={arg: value}: tiny_gpt(**k))
     # valid edges
     case("MultiHeadAttention(1, 1)", lambda t: tf.MultiHeadAttention(1, 1))
     case("EncoderLayer(num_heads=d_model)", lambda t: tf.EncoderLayer(8, 8, 1))
@@ -230,26 +206,17 @@ def attention():
     def respects_padding(out):
         kv2 = kv.clone()
         kv2[pad] = 100.0  # changing masked keys must not change anything
-        again = mha(q, kv2, kv2, key_padding_mask=pad)[0]
-        return None if torch.allclose(out[0], again, atol=1e-6) else "padding mask ignored"
+        if not torch.allclose(out[0], mha(q, kv2, kv2, key_padding_mask=pad)[0], atol=1e-6):
+            return "padding mask ignored"
 
     case("key_padding_mask (B, S)", lambda t: mha(q, kv, kv, key_padding_mask=pad),
          respects_padding)  # fmt: skip
     bad_masks = {
-        "key_padding_mask (B, T) instead of (B, S)": dict(key_padding_mask=torch.ones(B, T, dtype=torch.bool)),
-        "key_padding_mask float": dict(key_padding_mask=pad.float()),
-        "key_padding_mask int": dict(key_padding_mask=pad.long()),
         "key_padding_mask (S,)": dict(key_padding_mask=pad[0]),
-        "key_padding_mask (B, S, 1)": dict(key_padding_mask=pad[..., None]),
         "key_padding_mask list": dict(key_padding_mask=pad.tolist()),
         "attn_mask (B, S) when B == T": dict(attn_mask=pad),
-        "attn_mask (S, T) transposed": dict(attn_mask=torch.ones(S, T, dtype=torch.bool)),
-        "attn_mask float": dict(attn_mask=torch.zeros(T, S)),
-        "attn_mask (T, S, 1)": dict(attn_mask=torch.ones(T, S, 1, dtype=torch.bool)),
         "attn_mask numpy": dict(attn_mask=torch.ones(T, S, dtype=torch.bool).numpy()),
-        "attn_mask meta": dict(attn_mask=torch.ones(T, S, dtype=torch.bool, device="meta")),
         "attn_mask 0-dim": dict(attn_mask=torch.tensor(True)),
-        "key_padding_mask meta": dict(key_padding_mask=torch.ones(B, S, dtype=torch.bool, device="meta")),
     }  # fmt: skip
     for name, kwargs in bad_masks.items():
         case(
@@ -259,31 +226,20 @@ def attention():
          shape((B, T, C)))  # fmt: skip
     case("every key padding", lambda t: mha(q, kv, kv, key_padding_mask=torch.ones(B, S, dtype=torch.bool)),
          shape((B, T, C)))  # fmt: skip
-    case("key_padding_mask inverted (ids != pad)", lambda t: mha(q, kv[:1], kv[:1], key_padding_mask=torch.ones(1, S, dtype=torch.bool)),
-         shape((1, T, C)))  # fmt: skip
     theirs = torch.nn.MultiheadAttention(C, 2, batch_first=True).eval()
     same_as_torch = tf.copy_from_torch(tf.MultiHeadAttention(C, 2), theirs).eval()
     causal = torch.ones(T, S, dtype=torch.bool).triu(1)  # True = masked, as torch takes it
 
     def matches_torch(out):
         expected = theirs(q, kv, kv, key_padding_mask=pad, attn_mask=causal)[0]
-        return (
-            None
-            if torch.allclose(out[0], expected, atol=1e-6)
-            else "differs from nn.MultiheadAttention"
-        )
+        if not torch.allclose(out[0], expected, atol=1e-6):
+            return "differs from nn.MultiheadAttention"
 
     case("torch's masks, same meaning as nn.MultiheadAttention",
          lambda t: same_as_torch(q, kv, kv, key_padding_mask=pad, attn_mask=causal), matches_torch)  # fmt: skip
     for name, (a, b, c) in {
-        "query 2-D": (q[0], kv, kv),
         "key wrong C": (q, torch.randn(B, S, C + 1), kv),
-        "value wrong S": (q, kv, torch.randn(B, S + 1, C)),
-        "batch mismatch": (q, kv[:1], kv[:1]),
-        "int query": (q.long(), kv, kv),
-        "float64 query": (q.double(), kv, kv),
         "empty S": (q, kv[:, :0], kv[:, :0]),
-        "list query": (q.tolist(), kv, kv),
         "None key": (q, None, kv),
     }.items():
         case(f"MultiHeadAttention {name}", lambda t, a=a, b=b, c=c: mha(a, b, c), shape((B, T, C)))
@@ -296,8 +252,6 @@ def attention():
     for name, kwargs in {
         "attn_mask keyword (F.sdpa's name)": dict(attn_mask=pad),
         "mask (B, S) as (T, S)": dict(mask=pad),
-        "dropout_p 1.5": dict(dropout_p=1.5),
-        "dropout_p nan": dict(dropout_p=float("nan")),
         "mask (B, H, T, S)": dict(mask=torch.zeros(B, 2, T, S, dtype=torch.bool)),
         "mask (B, H, T, S+1)": dict(mask=torch.zeros(B, 2, T, S + 1, dtype=torch.bool)),
     }.items():
@@ -315,9 +269,7 @@ def attention():
         ("DecoderLayer memory_key_padding_mask", lambda t: dec(q, mem, memory_key_padding_mask=pad), (B, T, C)),
     ]:  # fmt: skip
         case(name, thunk, shape(out))
-    config = tf.TransformerConfig(12, 12, d_model=8, num_heads=2, num_encoder_layers=1,
-                                  num_decoder_layers=1, d_ff=16, max_len=16)  # fmt: skip
-    model = tf.Transformer(config).eval()
+    model = tiny_model(d_model=8, num_heads=2, d_ff=16, max_len=16, dropout=0.1)
     src, tgt = torch.tensor([[1, 2, 0], [3, 0, 0]]), torch.tensor([[1, 4], [1, 5]])
     for name, thunk, out in [
         ("Transformer src_mask=src == 0", lambda t: model(src, tgt, src_mask=src == 0), (B, T, 12)),
@@ -326,29 +278,17 @@ def attention():
     ]:  # fmt: skip
         case(name, thunk, shape(out))
     for name, (s, g) in {
-        "src id = vocab size": (torch.tensor([[12]]), tgt[:1]),
-        "src negative id": (torch.tensor([[-1]]), tgt[:1]),
-        "src float": (src.float(), tgt),
-        "src longer than max_len": (torch.ones(1, 17, dtype=torch.long), tgt[:1]),
         "tgt longer than max_len": (src[:1], torch.ones(1, 17, dtype=torch.long)),
-        "src 1-D": (src[0], tgt),
         "batch mismatch": (src, tgt[:1]),
         "empty src": (src[:, :0], tgt),
         "src bool": (src.bool(), tgt),
-        "src on meta": (src.to("meta"), tgt),
     }.items():
         case(
             f"Transformer {name}", lambda t, s=s, g=g: model(s, g), shape((len(g), g.shape[-1], 12))
         )
-    for name, thunk in [
-        ("causal_mask(-1)", lambda t: tf.causal_mask(-1)),
-        ("causal_mask(3, start=-1)", lambda t: tf.causal_mask(3, start=-1)),
-        ("causal_mask(2.0)", lambda t: tf.causal_mask(2.0)),
-        ("padding_mask pad_id=-1", lambda t: tf.padding_mask(src, -1)),
-        ("padding_mask float ids", lambda t: tf.padding_mask(src.float(), 0)),
-        ("padding_mask list", lambda t: tf.padding_mask([[1, 0]], 0)),
-    ]:
-        case(name, thunk)
+    case("padding_mask pad_id=-1", lambda t: tf.padding_mask(src, -1))
+    case("padding_mask float ids", lambda t: tf.padding_mask(src.float(), 0))
+    case("padding_mask list", lambda t: tf.padding_mask([[1, 0]], 0))
     return model
 
 
@@ -392,80 +332,55 @@ def compare():
                              ("meta", torch.empty(3, device="meta"), r"got a meta tensor \(it has no values\)")]:  # fmt: skip
         for role, call in [("actual", lambda v: book.agree(v, torch.zeros(3))),
                            ("expected", lambda v: book.agree(torch.zeros(3), v)), ("value", book.magnitude)]:  # fmt: skip
-            case(
-                f"{role} {name}",
-                lambda t, f=call, v=value: f(v),
-                None,
-                TypeError,
-                f"^{role}{rule}{got}",
-            )
-    for tol, error, message in [(-1e-6, ValueError, "a finite number >= 0, got tol=-1e-06"),
-                                (inf, ValueError, "a finite number >= 0, got tol=inf"),
-                                (float("nan"), ValueError, "a finite number >= 0, got tol=nan"),
-                                ("1e-6", TypeError, "a number, got str"), (True, TypeError, "a number, got bool")]:  # fmt: skip
-        case(
-            f"agree tol={tol!r}",
-            lambda t, v=tol: book.agree(1.0, 1.0, tol=v),
-            None,
-            error,
-            f"^tol must be {message}$",
-        )
+            pin = f"^{role}{rule}{got}"
+            case(f"{role} {name}", lambda t, f=call, v=value: f(v), None, TypeError, pin)
+    agree = partial(book.agree, 1.0, 1.0)
+    must("agree", "agree", agree, "tol", [-1e-6, math.inf, math.nan], AT_LEAST_0)
+    for tol, got in [("1e-6", "str"), (True, "bool")]:
+        pin = f"^tol must be a number, got {got}$"
+        case(f"agree tol={tol!r}", lambda t, v=tol: agree(tol=v), None, TypeError, pin)
 
 
 # ---------------------------------------------------------------- positional encodings
 def positional():
     case = cases_of("positional")
-    for max_len, d_model, base in [(8, 4, 1e-310), (8, 4, 1.0), (8, 4, 0.0), (8, 4, -10.0),
-                                   (8, 4, float("inf")), (8, 4, float("nan")), (8, 4, 1e308),
-                                   (8, 3, 10000.0), (0, 4, 10000.0), (8, 0, 10000.0),
-                                   (10**9, 512, 10000.0), (8, 4, "10000"), (8.0, 4, 10000.0),
-                                   (1, 2, 10000.0), (8, 4, 2.0), (-1, 4, 10000.0)]:  # fmt: skip
+    for max_len, d_model, base in [(8, 4, 1e-310), (8, 4, 1.0), (8, 4, 1e308), (8, 3, 10000.0),
+                                   (10**9, 512, 10000.0), (1, 2, 10000.0), (8, 4, 2.0)]:  # fmt: skip
         case(f"sinusoidal_encoding({max_len}, {d_model}, base={base!r})",
              lambda t, a=max_len, b=d_model, c=base: tf.sinusoidal_encoding(a, b, base=c),
              lambda r, a=max_len, b=d_model: shape((a, b))(r))  # fmt: skip
-    for k, d_model in [(1, 4), (-3, 4), (10**18, 4), (1, 3), (1, 2**20), (1.5, 4), (0, 4)]:
+    for k, d_model in [(1, 4), (-3, 4), (10**18, 4), (1, 2**20), (0, 4)]:
         case(f"shift_matrix({k}, {d_model})", lambda t, k=k, d=d_model: tf.shift_matrix(k, d),
              lambda r, d=d_model: shape((d, d))(r))  # fmt: skip
-    pe = tf.PositionalEncoding(8, 16)
-    for name, x in [("input longer than max_len", torch.zeros(1, 17, 8)),
-                    ("wrong C", torch.zeros(1, 4, 9)), ("2-D", torch.zeros(4, 8))]:  # fmt: skip
-        case(f"PositionalEncoding {name}", lambda t, x=x: pe(x), shape(x.shape))
+    case("PositionalEncoding 2-D", lambda t: tf.PositionalEncoding(8, 16)(torch.zeros(4, 8)))
 
 
 # ---------------------------------------------------------------- Vocab and tokenizers
 def text():
     case = cases_of("text")
     vocab = tf.Vocab([["我", "爱", "北京"]])
-    for name, thunk, check in [
-        ("Vocab('abc')", lambda t: tf.Vocab("abc"), None),
-        (
-            "Vocab([['<pad>']])",
-            lambda t: tf.Vocab([["<pad>"]]),
-            lambda v: None if len(v) == 4 else f"len {len(v)}",
-        ),  # fmt: skip
-        ("Vocab([])", lambda t: tf.Vocab([]), lambda v: None if len(v) == 4 else f"len {len(v)}"),
-        ("Vocab(min_freq=0)", lambda t: tf.Vocab([["a"]], min_freq=0), None),
-        ("Vocab(min_freq=1.5)", lambda t: tf.Vocab([["a"]], min_freq=1.5), None),
-        ("Vocab(['abc'])", lambda t: tf.Vocab(["abc"]), None),
-        ("encode unknown", lambda t: vocab.encode(["上海"]), None),
-        ("encode str", lambda t: vocab.encode("我爱"), None),
-        ("encode ints", lambda t: vocab.encode([1, 2]), None),
-        ("decode id = len", lambda t: vocab.decode([len(vocab)]), None),
-        ("decode negative", lambda t: vocab.decode([-1]), None),
-        ("decode float", lambda t: vocab.decode([1.5]), None),
-        ("decode tensor 2-D", lambda t: vocab.decode(torch.ones(2, 2, dtype=torch.long)), None),
-        ("decode empty", lambda t: vocab.decode([]), lambda r: None if r == [] else repr(r)),
-        ("decode bool", lambda t: vocab.decode([True]), None),
-        ("from_itos missing specials", lambda t: tf.Vocab.from_itos(["a", "b"]), None),
-        ("from_itos duplicates", lambda t: tf.Vocab.from_itos(list(vocab.itos) + ["我"]), None),
-        ("from_itos non-str", lambda t: tf.Vocab.from_itos(list(vocab.itos) + [3]), None),
-    ]:
-        case(name, thunk, check)
+
+    def four(v):  # 只有 4 个特殊记号
+        return None if len(v) == 4 else f"len {len(v)}"
+
+    case("Vocab('abc')", lambda t: tf.Vocab("abc"))
+    case("Vocab([['<pad>']])", lambda t: tf.Vocab([["<pad>"]]), four)
+    case("Vocab([])", lambda t: tf.Vocab([]), four)
+    case("Vocab(['abc'])", lambda t: tf.Vocab(["abc"]))
+    case("encode unknown", lambda t: vocab.encode(["上海"]))
+    case("encode str", lambda t: vocab.encode("我爱"))
+    case("encode ints", lambda t: vocab.encode([1, 2]))
+    case("decode id = len", lambda t: vocab.decode([len(vocab)]))
+    case("decode negative", lambda t: vocab.decode([-1]))
+    case("decode empty", lambda t: vocab.decode([]), lambda r: None if r == [] else repr(r))
+    case("decode bool", lambda t: vocab.decode([True]))
+    case("from_itos missing specials", lambda t: tf.Vocab.from_itos(["a", "b"]))
+    case("from_itos duplicates", lambda t: tf.Vocab.from_itos(list(vocab.itos) + ["我"]))
 
     def is_list(r):
         return None if isinstance(r, list) and all(isinstance(t, str) for t in r) else repr(r)[:40]
 
-    for value in [None, 123, b"bytes", "", "   ", "好" * 100_000, "🙂🙂", "\x00", "我\n爱\t北京",
+    for value in [None, 123, "", "   ", "好" * 100_000, "🙂🙂", "\x00", "我\n爱\t北京",
                   "ABC def", "——……", "我明天去北京。" * 50, ["我"], "\ud800"]:  # fmt: skip
         case(f"tokenize_zh({value!r:.30})", lambda t, v=value: tf.tokenize_zh(v), is_list)
         case(f"tokenize_en({value!r:.30})", lambda t, v=value: tf.tokenize_en(v), is_list)
@@ -482,72 +397,38 @@ def decoding(model):
             return f"bad output {tuple(r.shape)} {r.dtype}"
         return None
 
-    for fn_name, fn in (("greedy_decode", tf.greedy_decode), ("beam_search", tf.beam_search)):
-        for name, kwargs in {
-            "max_len=0": dict(max_len=0),
-            "max_len=-1": dict(max_len=-1),
-            "max_len=10**9": dict(max_len=10**9),
-            "max_len=1.5": dict(max_len=1.5),
-            "max_len=None": dict(max_len=None),
-            "max_len=16 (model's max_len)": dict(max_len=16),
-            "bos_id=12": dict(bos_id=12),
-            "eos_id=-1": dict(eos_id=-1),
-            "bos_id=1.0": dict(bos_id=1.0),
-            "use_cache='no'": dict(use_cache="no"),
-        }.items():
-            kw = dict(bos_id=1, eos_id=2, max_len=5) | kwargs
-            case(f"{fn_name} {name}", lambda t, f=fn, k=kw: f(model, src, **k), decoded)
+    for fn in (tf.greedy_decode, tf.beam_search):
+        call = partial(fn, model, src, bos_id=1, eos_id=2, max_len=5)
+        must("decoding", fn.__name__, call, "max_len", [0, -1, 1.5, None], POSITIVE)
+        must("decoding", fn.__name__, call, "bos_id", [1.0, torch.tensor(2)], "an integer")
+        must("decoding", fn.__name__, call, "eos_id", [None], "an integer")
+        for arg, value in (("bos_id", 12), ("eos_id", -1)):
+            must("decoding", fn.__name__, call, arg, [value], "in [0, tgt_vocab_size) = [0, 12)")
+        must("decoding", fn.__name__, call, "use_cache", ["no", 1], "a bool")
         for name, s in {
-            "src float": src.float(),
-            "src 1-D": src[0],
             "src empty S": src[:, :0],
             "src empty B": src[:0],
-            "src id 99": torch.tensor([[99]]),
             "src list": src.tolist(),
         }.items():
-            case(f"{fn_name} {name}", lambda t, f=fn, s=s: f(model, s, 1, 2, max_len=4),
+            case(f"{fn.__name__} {name}", lambda t, f=fn, s=s: f(model, s, 1, 2, max_len=4),
                  lambda r: None if isinstance(r, torch.Tensor) else "not a tensor")  # fmt: skip
-        case(f"{fn_name} model=None", lambda t, f=fn: f(None, src, 1, 2))
-        case(f"{fn_name} model in train mode", lambda t, f=fn: f(model.train(), src, 1, 2, max_len=3),
+        case(f"{fn.__name__} model in train mode", lambda t, f=fn: f(model.train(), src, 1, 2, max_len=3),
              decoded)  # fmt: skip
         model.eval()
-    for name, kwargs in {
-        "beam_size=0": dict(beam_size=0),
-        "beam_size=-2": dict(beam_size=-2),
-        "beam_size=1.5": dict(beam_size=1.5),
-        "beam_size=True": dict(beam_size=True),
-        "beam_size=10**7": dict(beam_size=10**7),
-        "beam_size=12 (vocab)": dict(beam_size=12),
-        "alpha=nan": dict(alpha=float("nan")),
-        "alpha=-1": dict(alpha=-1.0),
-        "alpha=1e308": dict(alpha=1e308),
-        "alpha=inf": dict(alpha=float("inf")),
-    }.items():
-        kw = dict(bos_id=1, eos_id=2, max_len=4) | kwargs
-        case(f"beam_search {name}", lambda t, k=kw: tf.beam_search(model, src, **k), decoded)
+    beam = partial(tf.beam_search, model, src, bos_id=1, eos_id=2, max_len=4)
+    must("decoding", "beam_search", beam, "beam_size", [0, -2, 1.5, True, 2.0], POSITIVE)
+    must("decoding", "beam_search", beam, "alpha", [math.nan, -1.0, math.inf], AT_LEAST_0)
+    case("beam_search beam_size=12 (vocab)", lambda t: beam(beam_size=12), decoded)
 
 
 # ---------------------------------------------------------------- pinned messages
 B, T, S, C, H = 2, 5, 7, 16, 4  # C：tiny_transformer、tiny_translator 的 d_model
 
 
-def _gpt() -> GPT:
-    return tiny_gpt(vocab_size=20, max_len=8, num_layers=1)
-
-
 def _mha(*args, **kwargs):
     """在一个小的多头注意力上调用 forward；位置参数依次是 query, key, value。"""
     torch.manual_seed(0)
-    return MultiHeadAttention(C, H)(*args, **kwargs)
-
-
-def _x(*shape):
-    return torch.zeros(*shape)
-
-
-def _small_transformer_config(**overrides):
-    kwargs = dict(src_vocab_size=20, tgt_vocab_size=20, d_model=C, num_heads=H, dropout=0.1)
-    return tiny_transformer_config(**{**kwargs, "max_len": 8, **overrides})
+    return tf.MultiHeadAttention(C, H)(*args, **kwargs)
 
 
 def _ids(*shape, high=10):
@@ -556,10 +437,10 @@ def _ids(*shape, high=10):
 
 def _cache_twice(batch_sizes, static_kv=False):
     """同一个缓存走一步注意力、每次一个批量大小；``static_kv``：交叉注意力（记忆只算一次）。"""
-    mha, cache = MultiHeadAttention(C, H), KVCache()
+    mha, cache = tf.MultiHeadAttention(C, H), tf.KVCache()
     for n in batch_sizes:
-        memory = _x(n, 5 if static_kv else 1, C)
-        mha(_x(n, 1, C), memory, memory, cache=cache, static_kv=static_kv)
+        memory = torch.zeros(n, 5 if static_kv else 1, C)
+        mha(torch.zeros(n, 1, C), memory, memory, cache=cache, static_kv=static_kv)
     return cache
 
 
@@ -567,7 +448,7 @@ def _reorder(indices):
     _cache_twice((B,)).reorder(indices)  # 先存一步，批量大小 2
 
 
-q5, kv7 = _x(B, T, C), _x(B, S, C)
+q5, kv7 = torch.zeros(B, T, C), torch.zeros(B, S, C)
 
 EXAMPLES = [([4, 5, 6], [2, 7, 8, 3]), ([5, 6], [2, 8, 3])]
 SRC = torch.tensor([[4, 5, 6]])
@@ -579,6 +460,10 @@ def _train(**kwargs):
     return train(tiny_model(), EXAMPLES, **{"max_steps": 1, "progress": False, **kwargs})
 
 
+def _generate(**kwargs):
+    return tiny_gpt().generate(_ids(B, 3), **{"max_new_tokens": 2, **kwargs})
+
+
 def _translate(sentence, **kwargs):
     return tiny_translator().translate(sentence, **kwargs)
 
@@ -587,11 +472,9 @@ def _save(tmp, **metrics):
     save_checkpoint(tiny_translator(), tmp / "m.safetensors", **metrics)
 
 
-def _save_under_a_file(tmp):
+def _save_under_a_file(tmp):  # 所在"文件夹"其实是个文件
     (tmp / "file.txt").write_text("x")
-    save_checkpoint(
-        tiny_translator(), tmp / "file.txt" / "m.safetensors"
-    )  # 所在"文件夹"其实是个文件
+    save_checkpoint(tiny_translator(), tmp / "file.txt" / "m.safetensors")
 
 
 LONG = "好" * 40_000  # 4 万个字符：消息里只引用开头
@@ -601,20 +484,18 @@ LONG = "好" * 40_000  # 4 万个字符：消息里只引用开头
 # ``_checks.py`` 里的每条规则至少被一种真实的误用触发一次；nan/inf、种子范围、dtype 不符、损失的
 # ignore_index、解码的编号、翻译器…… → ``ValueError``/``TypeError``，消息写明参数、取值和规则。
 MESSAGES = [
-    # MultiHeadAttention 构造
-    ("mha-divisible", lambda t: MultiHeadAttention(10, 3), ValueError,
+    ("mha-divisible", lambda t: tf.MultiHeadAttention(10, 3), ValueError,
      r"d_model must be divisible by num_heads, got d_model=10, num_heads=3"),
-    # MultiHeadAttention forward
-    ("mha-last-dim", lambda t: _mha(_x(B, T, 8), kv7, kv7), ValueError,
+    ("mha-last-dim", lambda t: _mha(torch.zeros(B, T, 8), kv7, kv7), ValueError,
      r"last dimension of query must equal d_model=16, got shape \(2, 5, 8\)"),
-    ("mha-ndim", lambda t: _mha(_x(T, C), kv7, kv7), ValueError,
+    ("mha-ndim", lambda t: _mha(torch.zeros(T, C), kv7, kv7), ValueError,
      r"query must have shape \(B, T, C\), got shape \(5, 16\)"),
     ("mha-not-tensor", lambda t: _mha([[0.0] * C], kv7, kv7), TypeError,
      r"query must be a torch.Tensor of shape \(B, T, C\), got list"),
-    ("mha-key-value-length", lambda t: _mha(q5, kv7, _x(B, 6, C)), ValueError,
+    ("mha-key-value-length", lambda t: _mha(q5, kv7, torch.zeros(B, 6, C)), ValueError,
      r"key and value must have the same length S \(dim -2\), got key shape \(2, 7, 16\), "
      r"value shape \(2, 6, 16\)"),
-    ("mha-batch", lambda t: _mha(q5, _x(3, S, C), _x(3, S, C)), ValueError,
+    ("mha-batch", lambda t: _mha(q5, torch.zeros(3, S, C), torch.zeros(3, S, C)), ValueError,
      r"query, key and value must have the same batch size B, got 2, 3, 3"),
     ("mha-mask-dtype", lambda t: _mha(q5, kv7, kv7, attn_mask=torch.ones(T, S)), TypeError,
      r"attn_mask must be a bool tensor \(True = masked out, as in torch.nn.MultiheadAttention\), "
@@ -643,101 +524,57 @@ MESSAGES = [
      r"takes 4 positional arguments but 5 were given"),
     ("mha-cache-type", lambda t: _mha(q5, kv7, kv7, cache={}), TypeError,
      r"cache must be a KVCache or None, got dict"),
-    ("mha-need_weights", lambda t: _mha(q5, kv7, kv7, need_weights=1), TypeError,
-     r"need_weights must be a bool, got need_weights=1"),
-    # attention_with_weights
-    ("sdpa-head-dim", lambda t: attention_with_weights(_x(B, T, 8), _x(B, S, 4), _x(B, S, 4)),
+    ("sdpa-head-dim", lambda t: tf.attention_with_weights(torch.zeros(B, T, 8), torch.zeros(B, S, 4), torch.zeros(B, S, 4)),
      ValueError, r"query and key must have the same last dimension D"),
-    ("sdpa-dropout", lambda t: attention_with_weights(q5, kv7, kv7, dropout_p=1.5),
-     ValueError, r"dropout_p must be in \[0, 1\), got dropout_p=1.5"),
     ("sdpa-mask-last-dim-1",
-     lambda t: attention_with_weights(q5, kv7, kv7, mask=torch.ones(T, 1, dtype=torch.bool)),
+     lambda t: tf.attention_with_weights(q5, kv7, kv7, mask=torch.ones(T, 1, dtype=torch.bool)),
      ValueError, r"mask of shape \(5, 1\) does not fit .* the last one exactly S"),
-    ("sdpa-1d", lambda t: attention_with_weights(_x(C), kv7, kv7), ValueError,
+    ("sdpa-1d", lambda t: tf.attention_with_weights(torch.zeros(C), kv7, kv7), ValueError,
      r"query must have shape \(\.\.\., T, D\), got shape \(16,\)"),
-    ("sdpa-batch", lambda t: attention_with_weights(_x(2, T, C), _x(3, S, C), _x(3, S, C)),
+    ("sdpa-batch", lambda t: tf.attention_with_weights(torch.zeros(2, T, C), torch.zeros(3, S, C), torch.zeros(3, S, C)),
      ValueError, r"the leading \(batch\) dimensions of query and key must broadcast"),
-    # TokenEmbedding
-    ("emb-padding_idx", lambda t: TokenEmbedding(10, 16, padding_idx=10), ValueError,
-     r"padding_idx must be in \[0, vocab_size\) = \[0, 10\), got padding_idx=10"),
-    ("emb-id-too-big", lambda t: TokenEmbedding(10, 16)(torch.tensor([[1, 12]])), ValueError,
+    ("emb-id-too-big", lambda t: tf.TokenEmbedding(10, 16)(torch.tensor([[1, 12]])), ValueError,
      r"ids must be in \[0, vocab_size\) = \[0, 10\), got 12"),
-    ("emb-id-negative", lambda t: TokenEmbedding(10, 16)(torch.tensor([[-1, 2]])), ValueError,
+    ("emb-id-negative", lambda t: tf.TokenEmbedding(10, 16)(torch.tensor([[-1, 2]])), ValueError,
      r"ids must be in \[0, vocab_size\) = \[0, 10\), got -1"),
-    ("emb-float-ids", lambda t: TokenEmbedding(10, 16)(torch.tensor([[1.0, 2.0]])), TypeError,
+    ("emb-float-ids", lambda t: tf.TokenEmbedding(10, 16)(torch.tensor([[1.0, 2.0]])), TypeError,
      r"ids must be an integer tensor, got dtype=torch.float32"),
-    ("emb-ids-3d", lambda t: TokenEmbedding(10, 16)(torch.zeros(1, 2, 3, dtype=torch.long)),
+    ("emb-ids-3d", lambda t: tf.TokenEmbedding(10, 16)(torch.zeros(1, 2, 3, dtype=torch.long)),
      ValueError, r"ids must have shape \(B, T\), got shape \(1, 2, 3\)"),
-    ("emb-scale", lambda t: TokenEmbedding(10, 16, scale=1), TypeError,
-     r"scale must be a bool, got scale=1"),
-    # 位置编码
-    ("pe-too-long", lambda t: PositionalEncoding(16, max_len=10)(_x(B, 11, 16)), ValueError,
+    ("pe-too-long", lambda t: tf.PositionalEncoding(16, max_len=10)(torch.zeros(B, 11, 16)), ValueError,
      r"T \+ start = 11 \+ 0 = 11 must be <= max_len=10"),
-    ("pe-start-too-far", lambda t: PositionalEncoding(16, max_len=10)(_x(B, 3, 16), start=8),
+    ("pe-start-too-far", lambda t: tf.PositionalEncoding(16, max_len=10)(torch.zeros(B, 3, 16), start=8),
      ValueError, r"T \+ start = 3 \+ 8 = 11 must be <= max_len=10"),
-    ("pe-start-negative", lambda t: PositionalEncoding(16, max_len=10)(_x(B, 3, 16), start=-1),
-     ValueError, r"start must be >= 0, got start=-1"),
-    ("pe-last-dim", lambda t: PositionalEncoding(16)(_x(B, 3, 8)), ValueError,
+    ("pe-last-dim", lambda t: tf.PositionalEncoding(16)(torch.zeros(B, 3, 8)), ValueError,
      r"last dimension of x must equal d_model=16, got shape \(2, 3, 8\)"),
-    ("shift-odd", lambda t: shift_matrix(1, 7), ValueError,
+    ("shift-odd", lambda t: tf.shift_matrix(1, 7), ValueError,
      r"d_model must be even for shift_matrix: .* got d_model=7"),
-    ("shift-k-float", lambda t: shift_matrix(1.5, 8), TypeError, r"k must be an integer, got k=1.5"),
-    # 掩码
-    ("causal-T", lambda t: causal_mask(0), ValueError, r"T must be a positive integer, got T=0"),
-    ("padding-1d", lambda t: padding_mask(torch.tensor([1, 2, 0]), 0), ValueError,
+    ("padding-1d", lambda t: tf.padding_mask(torch.tensor([1, 2, 0]), 0), ValueError,
      r"ids must have shape \(B, S\), got shape \(3,\)"),
-    # LayerNorm 与 FFN
-    ("ln-last-dim", lambda t: LayerNorm(16)(_x(B, T, 8)), ValueError,
+    ("ln-last-dim", lambda t: tf.LayerNorm(16)(torch.zeros(B, T, 8)), ValueError,
      r"last dimension of x must equal d_model=16, got shape \(2, 5, 8\)"),
-    # 编码器层、解码器层
-    ("enc-divisible", lambda t: EncoderLayer(16, 3, 64), ValueError,
+    ("enc-divisible", lambda t: tf.EncoderLayer(16, 3, 64), ValueError,
      r"d_model must be divisible by num_heads, got d_model=16, num_heads=3"),
-    ("dec-memory-dim", lambda t: DecoderLayer(16, 4, 64)(q5, _x(B, S, 8)), ValueError,
+    ("dec-memory-dim", lambda t: tf.DecoderLayer(16, 4, 64)(q5, torch.zeros(B, S, 8)), ValueError,
      r"last dimension of memory must equal d_model=16, got shape \(2, 7, 8\)"),
-    # TransformerConfig / Transformer
-    ("cfg-vocab", lambda t: _small_transformer_config(src_vocab_size=0), ValueError,
-     r"src_vocab_size must be a positive integer, got src_vocab_size=0"),
-    ("cfg-divisible", lambda t: _small_transformer_config(d_model=10, num_heads=3), ValueError,
+    ("cfg-divisible", lambda t: tiny_transformer_config(d_model=10, num_heads=3), ValueError,
      r"d_model must be divisible by num_heads, got d_model=10, num_heads=3"),
-    ("cfg-pad_id", lambda t: _small_transformer_config(pad_id=20), ValueError,
-     r"pad_id must be a valid id in both vocabularies, .* = \[0, 20\), got pad_id=20"),
-    ("cfg-activation", lambda t: _small_transformer_config(activation="tanh"), ValueError,
-     r"activation must be one of 'relu', 'gelu', 'gelu_tanh', got activation='tanh'"),
-    ("cfg-dropout", lambda t: _small_transformer_config(dropout=1), ValueError,
-     r"dropout must be in \[0, 1\), got dropout=1"),
-    ("cfg-layers", lambda t: _small_transformer_config(num_decoder_layers=0), ValueError,
-     r"num_decoder_layers must be a positive integer, got num_decoder_layers=0"),
-    ("transformer-config-type", lambda t: Transformer({"d_model": 16}), TypeError,
+    ("cfg-pad_id", lambda t: tiny_transformer_config(pad_id=12), ValueError,
+     r"pad_id must be a valid id in both vocabularies, .* = \[0, 12\), got pad_id=12"),
+    ("transformer-config-type", lambda t: tf.Transformer({"d_model": 16}), TypeError,
      r"config must be a TransformerConfig, got dict"),
-    ("transformer-too-long",
-     lambda t: Transformer(_small_transformer_config())(_ids(B, 9), _ids(B, 3)), ValueError,
-     r"T \+ start = 9 \+ 0 = 9 must be <= max_len=8"),
-    ("transformer-tgt-id",
-     lambda t: Transformer(_small_transformer_config())(_ids(B, 3), _ids(B, 3) + 20), ValueError,
-     r"ids must be in \[0, vocab_size\) = \[0, 20\), got 2\d"),
-    ("transformer-src-1d",
-     lambda t: Transformer(_small_transformer_config())(_ids(3), _ids(B, 3)), ValueError,
+    ("transformer-too-long", lambda t: tiny_model()(_ids(B, 21), _ids(B, 3)), ValueError,
+     r"T \+ start = 21 \+ 0 = 21 must be <= max_len=20"),
+    ("transformer-tgt-id", lambda t: tiny_model()(_ids(1, 3), torch.tensor([[1, 12]])), ValueError,
+     r"ids must be in \[0, vocab_size\) = \[0, 12\), got 12"),
+    ("transformer-src-1d", lambda t: tiny_model()(_ids(3), _ids(B, 3)), ValueError,
      r"src must have shape \(B, S\), got shape \(3,\)"),
-    # GPTConfig / GPT
-    ("gpt-vocab", lambda t: GPTConfig(vocab_size=-5), ValueError,
-     r"vocab_size must be a positive integer, got vocab_size=-5"),
-    ("gpt-d_ff", lambda t: GPTConfig(vocab_size=10, d_ff=0), ValueError,
-     r"d_ff must be a positive integer, got d_ff=0"),
-    ("gpt-tie", lambda t: GPTConfig(vocab_size=10, tie_output=None), TypeError,
-     r"tie_output must be a bool, got tie_output=None"),
-    ("gpt-too-long", lambda t: _gpt()(_ids(B, 9)), ValueError,
-     r"T \+ cached length = 9 \+ 0 = 9 must be <= max_len=8"),
-    ("gpt-max_new_tokens", lambda t: _gpt().generate(_ids(B, 3), 0), ValueError,
-     r"max_new_tokens must be a positive integer, got max_new_tokens=0"),
-    ("gpt-temperature", lambda t: _gpt().generate(_ids(B, 3), 2, temperature=0), ValueError,
-     r"temperature must be a finite positive number, got temperature=0"),
-    ("gpt-top_k", lambda t: _gpt().generate(_ids(B, 3), 2, top_k=0), ValueError,
-     r"top_k must be a positive integer, got top_k=0"),
-    ("gpt-generate-too-long", lambda t: _gpt().generate(_ids(B, 3), 6), ValueError,
-     r"T \+ max_new_tokens = 3 \+ 6 = 9 must be <= max_len=8"),
-    ("gpt-generator", lambda t: _gpt().generate(_ids(B, 3), 2, generator=0), TypeError,
+    ("gpt-too-long", lambda t: tiny_gpt()(_ids(B, 17)), ValueError,
+     r"T \+ cached length = 17 \+ 0 = 17 must be <= max_len=16"),
+    ("gpt-generate-too-long", lambda t: tiny_gpt().generate(_ids(B, 3), 14), ValueError,
+     r"T \+ max_new_tokens = 3 \+ 14 = 17 must be <= max_len=16"),
+    ("gpt-generator", lambda t: tiny_gpt().generate(_ids(B, 3), 2, generator=0), TypeError,
      r"generator must be a Generator or None, got int"),
-    # KVCache
     ("cache-reorder-range", lambda t: _reorder(torch.tensor([0, 5])), ValueError,
      r"indices must be in \[0, batch size\) = \[0, 2\), got 5"),
     ("cache-reorder-dtype", lambda t: _reorder(torch.tensor([0.0, 1.0])), TypeError,
@@ -746,115 +583,56 @@ MESSAGES = [
      r"indices must have shape \(N\), got shape \(1, 2\)"),
     ("cache-batch", lambda t: _cache_twice((B, 3)), ValueError,
      r"the cache holds batch size 2 but got batch size 3; use cache.reorder"),
-    # nan / inf：在没有意义的地方一律拒绝
-    ("layernorm-eps-inf", lambda t: LayerNorm(C, eps=math.inf), ValueError,
-     r"^eps must be a finite positive number, got eps=inf$"),
-    ("layernorm-eps-str", lambda t: LayerNorm(C, eps="1e-5"), ValueError,
-     r"^eps must be a finite positive number, got eps='1e-5'$"),
-    ("pe-base-inf", lambda t: sinusoidal_encoding(10, C, base=math.inf), ValueError,
-     r"^base must be a finite positive number, got base=inf$"),
-    ("pe-base-nan", lambda t: sinusoidal_encoding(10, C, base=math.nan), ValueError,
-     r"^base must be a finite positive number, got base=nan$"),
-    ("pe-base-zero", lambda t: sinusoidal_encoding(10, C, base=0), ValueError,
-     r"^base must be a finite positive number, got base=0$"),
     # issue 26：数值参数只在结果有限时接受；放不进内存的尺寸在分配之前被拒绝，消息给出要多少字节
-    ("pe-base-1e-310", lambda t: sinusoidal_encoding(10, 512, base=1e-310), ValueError,
+    ("pe-base-1e-310", lambda t: tf.sinusoidal_encoding(10, 512, base=1e-310), ValueError,
      r"^base must keep the frequencies 1/base\^\(2i/d_model\) finite and nonzero in float64, "
      r"got base=1e-310, d_model=512: the frequency of i=\d+ is inf$"),
-    ("shift-base-1e-310", lambda t: shift_matrix(1, 512, base=1e-310), ValueError,
+    ("shift-base-1e-310", lambda t: tf.shift_matrix(1, 512, base=1e-310), ValueError,
      r"^base must keep the frequencies"),
-    ("transformer-d_model-2**20", lambda t: Transformer(TransformerConfig(
+    ("transformer-d_model-2**20", lambda t: tf.Transformer(tf.TransformerConfig(
         src_vocab_size=10, tgt_vocab_size=10, d_model=2**20, num_heads=1)), ValueError,
      r"^Transformer with .*d_model=1048576.* would need about [\d.]+ TiB \(\d+ bytes\) of memory, "
      r"more than this machine has \([\d.]+ \w+\); choose smaller sizes$"),
-    ("transformer-max_len-1e9", lambda t: Transformer(TransformerConfig(
+    ("transformer-max_len-1e9", lambda t: tf.Transformer(tf.TransformerConfig(
         src_vocab_size=10, tgt_vocab_size=10, d_model=16, num_heads=4, max_len=10**9)), ValueError,
      r"max_len=1000000000.* would need about [\d.]+ GiB \(\d+ bytes\) of memory"),
-    ("transformer-src_vocab-1e9", lambda t: Transformer(TransformerConfig(
+    ("transformer-src_vocab-1e9", lambda t: tf.Transformer(tf.TransformerConfig(
         src_vocab_size=10**9, tgt_vocab_size=10, d_model=512, num_heads=8)), ValueError,
      r"src_vocab_size=1000000000.* would need about [\d.]+ TiB"),
-    ("transformer-d_ff-2**36", lambda t: Transformer(TransformerConfig(
+    ("transformer-d_ff-2**36", lambda t: tf.Transformer(tf.TransformerConfig(
         src_vocab_size=10, tgt_vocab_size=10, d_model=16, num_heads=4, d_ff=2**36)), ValueError,
      r"d_ff=68719476736.* would need about [\d.]+ TiB"),
-    ("transformer-layers-10**6", lambda t: Transformer(TransformerConfig(
+    ("transformer-layers-10**6", lambda t: tf.Transformer(tf.TransformerConfig(
         src_vocab_size=10, tgt_vocab_size=10, d_model=16, num_heads=4, d_ff=32,
         num_encoder_layers=10**6)), ValueError,
      r"num_encoder_layers=1000000.* would need about [\d.]+ GiB"),
-    ("gpt-layers-10**6", lambda t: GPT(GPTConfig(vocab_size=10, d_model=16, num_heads=4,
+    ("gpt-layers-10**6", lambda t: tf.GPT(tf.GPTConfig(vocab_size=10, d_model=16, num_heads=4,
         num_layers=10**6)), ValueError, r"^GPT with .*num_layers=1000000 would need about"),
     # 一个放不进内存的张量：torch 的分配器自己说要多少字节，这就够清楚（构件里不再另算一遍）
-    ("embedding-1e9x512", lambda t: TokenEmbedding(10**9, 512), RuntimeError,
+    ("embedding-1e9x512", lambda t: tf.TokenEmbedding(10**9, 512), RuntimeError,
      r"can't allocate memory: you tried to allocate 2048000000000 bytes"),
-    ("ffn-d_ff-2**40", lambda t: PositionWiseFFN(16, 2**40), RuntimeError,
+    ("ffn-d_ff-2**40", lambda t: tf.PositionWiseFFN(16, 2**40), RuntimeError,
      r"can't allocate memory: you tried to allocate 70368744177664 bytes"),
-    ("mha-d_model-2**20", lambda t: MultiHeadAttention(2**20, 1), RuntimeError,
+    ("mha-d_model-2**20", lambda t: tf.MultiHeadAttention(2**20, 1), RuntimeError,
      r"can't allocate memory: you tried to allocate 4398046511104 bytes"),
-    ("beam-size-10**7", lambda t: beam_search(tiny_model(), torch.tensor([[5, 6]]), 1, 2, max_len=5,
+    ("beam-size-10**7", lambda t: tf.beam_search(tiny_model(), torch.tensor([[5, 6]]), 1, 2, max_len=5,
         beam_size=10**7), ValueError,
      r"^beam_size must be <= the number of distinct outputs of at most max_len=5 tokens "
      r"\(V \+ V\*\*2 \+ \.\.\. with V=\d+\) = \d+, got beam_size=10000000$"),
-    ("beam-alpha-1e308", lambda t: beam_search(tiny_model(), torch.tensor([[5, 6]]), 1, 2, max_len=5,
+    ("beam-alpha-1e308", lambda t: tf.beam_search(tiny_model(), torch.tensor([[5, 6]]), 1, 2, max_len=5,
         alpha=1e308), ValueError,
      r"^alpha must keep the length penalty \(\(5 \+ max_len\) / 6\)\*\*alpha finite in float32, "
      r"got alpha=1e\+308, max_len=5$"),
-    ("beam-size-10**7-big-vocab", lambda t: beam_search(tiny_model(tgt_vocab_size=500), torch.tensor(
+    ("beam-size-10**7-big-vocab", lambda t: tf.beam_search(tiny_model(tgt_vocab_size=500), torch.tensor(
         [[5, 6]]), 1, 2, max_len=5, beam_size=10**7), ValueError,
      r"^beam_search with B=1, beam_size=10000000 would need about [\d.]+ GiB"),
-    ("pe-module-base-inf", lambda t: PositionalEncoding(C, base=-math.inf), ValueError,
-     r"^base must be a finite positive number, got base=-inf$"),
-    ("shift-base-inf", lambda t: shift_matrix(1, C, base=math.inf), ValueError,
-     r"^base must be a finite positive number, got base=inf$"),
-    ("gpt-temperature-inf", lambda t: _gpt().generate(SRC, 2, temperature=math.inf),
-     ValueError, r"^temperature must be a finite positive number, got temperature=inf$"),
-    ("gpt-temperature-nan", lambda t: _gpt().generate(SRC, 2, temperature=math.nan),
-     ValueError, r"^temperature must be a finite positive number, got temperature=nan$"),
-    ("gpt-temperature-underflow", lambda t: _gpt().generate(SRC, 2, temperature=1e-45),
+    ("gpt-temperature-underflow", lambda t: tiny_gpt().generate(SRC, 2, temperature=1e-45),
      ValueError, r"^temperature=1e-45 is too small: logits / temperature overflows torch.float32; "
      r"use greedy=True to always take the most likely token$"),
-    ("gpt-top_k-float", lambda t: _gpt().generate(SRC, 2, top_k=2.5), ValueError,
-     r"^top_k must be a positive integer, got top_k=2.5$"),
-    ("beam-alpha-inf", lambda t: beam_search(tiny_model(), SRC, 2, 3, max_len=4, alpha=math.inf),
-     ValueError, r"^alpha must be a finite number >= 0, got alpha=inf$"),
-    ("beam-alpha-nan", lambda t: beam_search(tiny_model(), SRC, 2, 3, max_len=4, alpha=math.nan),
-     ValueError, r"^alpha must be a finite number >= 0, got alpha=nan$"),
-    ("warmup-d_model-zero", lambda t: warmup_lr(1, 0, 4000), ValueError,
-     r"^d_model must be a positive integer, got d_model=0$"),
-    ("warmup-factor-inf", lambda t: warmup_lr(1, 512, 4000, factor=math.inf), ValueError,
-     r"^factor must be a finite number >= 0, got factor=inf$"),
-    ("warmup-factor-nan", lambda t: warmup_lr(1, 512, 4000, factor=math.nan), ValueError,
-     r"^factor must be a finite number >= 0, got factor=nan$"),
-    ("warmup-factor-negative", lambda t: warmup_lr(1, 512, 4000, factor=-1.0), ValueError,
-     r"^factor must be a finite number >= 0, got factor=-1.0$"),
-    ("warmup-step-float", lambda t: warmup_lr(1.5, 512, 4000), ValueError,
-     r"^step must be a positive integer, got step=1.5$"),
-    ("warmup-warmup-zero", lambda t: warmup_lr(1, 512, 0), ValueError,
-     r"^warmup must be a positive integer, got warmup=0$"),
     # 训练循环
-    ("train-max_seconds-inf", lambda t: _train(max_steps=None, max_seconds=math.inf), ValueError,
-     r"^max_seconds must be a finite positive number, got max_seconds=inf$"),
-    ("train-max_seconds-nan", lambda t: _train(max_seconds=math.nan), ValueError,
-     r"^max_seconds must be a finite positive number, got max_seconds=nan$"),
-    ("train-max_seconds-negative", lambda t: _train(max_seconds=-1), ValueError,
-     r"^max_seconds must be a finite positive number, got max_seconds=-1$"),
-    ("train-max_steps-float", lambda t: _train(max_steps=1.5), ValueError,
-     r"^max_steps must be a positive integer, got max_steps=1.5$"),
-    ("train-lr_factor-inf", lambda t: _train(lr_factor=math.inf), ValueError,
-     r"^lr_factor must be a finite number >= 0, got lr_factor=inf$"),
-    ("train-lr_factor-nan", lambda t: _train(lr_factor=math.nan), ValueError,
-     r"^lr_factor must be a finite number >= 0, got lr_factor=nan$"),
     ("train-diverges", lambda t: _train(max_steps=5, lr_factor=1e30), ValueError,
      r"^training diverged: the loss became (nan|inf) at step \d; lower lr_factor=1e\+30 "
      r"or raise warmup=400$"),
-    ("train-seed-huge", lambda t: _train(seed=2**70), ValueError,
-     r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=1180591620717411303424$"),
-    ("train-seed-negative", lambda t: _train(seed=-1), ValueError,
-     r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=-1$"),
-    ("train-seed-float", lambda t: _train(seed=1.0), TypeError,
-     r"^seed must be an integer, got seed=1.0$"),
-    ("train-smoothing-nan", lambda t: _train(smoothing=math.nan), ValueError,
-     r"^smoothing must be in \[0, 1\), got smoothing=nan$"),
-    ("train-batch_size-zero", lambda t: _train(batch_size=0), ValueError,
-     r"^batch_size must be a positive integer, got batch_size=0$"),
     ("train-no-limit", lambda t: _train(max_steps=None), ValueError,
      r"^give max_steps or max_seconds \(or both\), got neither$"),
     ("train-not-a-translation-model", lambda t: train(torch.nn.Linear(2, 2), EXAMPLES, max_steps=1),
@@ -862,8 +640,6 @@ MESSAGES = [
     ("train-no-examples", lambda t: train(tiny_model(), [], max_steps=1), ValueError,
      r"^examples must not be empty$"),
     ("pad-nothing", lambda t: pad_sequences([], 0), ValueError, r"^sequences must not be empty$"),
-    ("build-seed-huge", lambda t: new_translator(SRC_VOCAB, TGT_VOCAB, seed=2**64), ValueError,
-     r"^seed must be in \[0, 2\*\*32\) = \[0, 4294967296\), got seed=18446744073709551616$"),
     # 损失：ignore_index 与 F.cross_entropy 一致，其余编号必须在 [0, V) 内
     ("loss-target-float", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET.float()),
      TypeError, r"^target must be an integer tensor, got dtype=torch.float32$"),
@@ -874,74 +650,54 @@ MESSAGES = [
     ("loss-target-not-ignored",
      lambda t: label_smoothed_cross_entropy(LOGITS, TARGET.masked_fill(TARGET == 0, -100)),
      ValueError, r"^target must be in \[0, V\) = \[0, 7\), got -100$"),
-    ("loss-ignore_index-float", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET, 0.1, 0.5),
-     TypeError, r"^ignore_index must be an integer, got ignore_index=0.5$"),
     ("loss-logits-int", lambda t: label_smoothed_cross_entropy(LOGITS.long(), TARGET), TypeError,
      r"^logits must be a floating-point tensor, got dtype=torch.int64; "
      r"convert it with logits.float\(\)$"),
-    ("loss-smoothing-one", lambda t: label_smoothed_cross_entropy(LOGITS, TARGET, 1.0), ValueError,
-     r"^smoothing must be in \[0, 1\), got smoothing=1.0$"),
     ("loss-target-list", lambda t: label_smoothed_cross_entropy(LOGITS, [[1, 2, 3]]), ValueError,
      r"^target must have shape logits.shape\[:-1\] = \(2, 3\), got list$"),
     # 解码：<bos>/<eos> 编号
-    ("greedy-bos-float", lambda t: greedy_decode(tiny_model(), SRC, 2.0, 3, max_len=4), TypeError,
-     r"^bos_id must be an integer, got bos_id=2.0$"),
-    ("greedy-bos-too-big", lambda t: greedy_decode(tiny_model(), SRC, 12, 3, max_len=4),
-     ValueError, r"^bos_id must be in \[0, tgt_vocab_size\) = \[0, 12\), got bos_id=12$"),
-    ("greedy-eos-negative", lambda t: greedy_decode(tiny_model(), SRC, 2, -1, max_len=4),
-     ValueError, r"^eos_id must be in \[0, tgt_vocab_size\) = \[0, 12\), got eos_id=-1$"),
-    ("greedy-eos-none", lambda t: greedy_decode(tiny_model(), SRC, 2, None, max_len=4), TypeError,
-     r"^eos_id must be an integer, got eos_id=None$"),
-    ("beam-bos-tensor", lambda t: beam_search(tiny_model(), SRC, torch.tensor(2), 3, max_len=4),
-     TypeError, r"^bos_id must be an integer, got bos_id=tensor\(2\)$"),
-    ("beam-size-float", lambda t: beam_search(tiny_model(), SRC, 2, 3, beam_size=2.0, max_len=4),
-     ValueError, r"^beam_size must be a positive integer, got beam_size=2.0$"),
-    ("greedy-src-ids-too-big", lambda t: greedy_decode(tiny_model(), SRC + 10, 2, 3, max_len=4),
+    ("greedy-src-ids-too-big", lambda t: tf.greedy_decode(tiny_model(), SRC + 10, 2, 3, max_len=4),
      ValueError, r"^ids must be in \[0, vocab_size\) = \[0, 12\), got 14$"),
-    ("greedy-max_len-past-the-model", lambda t: greedy_decode(tiny_model(), SRC, 2, 3, max_len=20),
+    ("greedy-max_len-past-the-model", lambda t: tf.greedy_decode(tiny_model(), SRC, 2, 3, max_len=20),
      ValueError, r"^max_len \+ 1 \(for <bos>\) must be <= model.config.max_len=20, got max_len=20$"),
-    ("greedy-max_len-zero", lambda t: greedy_decode(tiny_model(), SRC, 2, 3, max_len=0), ValueError,
-     r"^max_len must be a positive integer, got max_len=0$"),
-    ("greedy-model-linear", lambda t: greedy_decode(torch.nn.Linear(2, 2), SRC, 2, 3), TypeError,
+    ("greedy-model-linear", lambda t: tf.greedy_decode(torch.nn.Linear(2, 2), SRC, 2, 3), TypeError,
      r"^model must be a Transformer, got Linear$"),
-    ("greedy-src-1d", lambda t: greedy_decode(tiny_model(), SRC[0], 2, 3), ValueError,
+    ("greedy-src-1d", lambda t: tf.greedy_decode(tiny_model(), SRC[0], 2, 3), ValueError,
      r"^src must have shape \(B, S\), got shape \(3,\)$"),
-    ("greedy-use_cache-int", lambda t: greedy_decode(tiny_model(), SRC, 2, 3, max_len=4, use_cache=1),
-     TypeError, r"^use_cache must be a bool, got use_cache=1$"),
     # dtype 不符：消息写明两个 dtype 和改法
-    ("mha-fp16-input", lambda t: MultiHeadAttention(C, 4)(x16.half(), x16.half(), x16.half()),
+    ("mha-fp16-input", lambda t: tf.MultiHeadAttention(C, 4)(x16.half(), x16.half(), x16.half()),
      TypeError, r"^query has dtype=torch.float16 but the module's weights have dtype=torch.float32; "
      r"convert the input with query.to\(torch.float32\) or the module with .to\(torch.float16\)$"),
-    ("mha-int64-input", lambda t: MultiHeadAttention(C, 4)(x16.long(), x16, x16), TypeError,
+    ("mha-int64-input", lambda t: tf.MultiHeadAttention(C, 4)(x16.long(), x16, x16), TypeError,
      r"^query must be a floating-point tensor, got dtype=torch.int64; convert it with query.float\(\)$"),
-    ("mha-fp64-value", lambda t: MultiHeadAttention(C, 4)(x16, x16, x16.double()), TypeError,
+    ("mha-fp64-value", lambda t: tf.MultiHeadAttention(C, 4)(x16, x16, x16.double()), TypeError,
      r"^value has dtype=torch.float64 but the module's weights have dtype=torch.float32"),
-    ("sdpa-int64", lambda t: attention_with_weights(x16.long(), x16, x16), TypeError,
+    ("sdpa-int64", lambda t: tf.attention_with_weights(x16.long(), x16, x16), TypeError,
      r"^query must be a floating-point tensor, got dtype=torch.int64"),
-    ("sdpa-key-fp16", lambda t: attention_with_weights(x16, x16.half(), x16), TypeError,
+    ("sdpa-key-fp16", lambda t: tf.attention_with_weights(x16, x16.half(), x16), TypeError,
      r"^key and query must have the same dtype, got key dtype=torch.float16, "
      r"query dtype=torch.float32; convert one with .to\(dtype\)$"),
-    ("sdpa-value-bf16", lambda t: attention_with_weights(x16, x16, x16.bfloat16()),
+    ("sdpa-value-bf16", lambda t: tf.attention_with_weights(x16, x16, x16.bfloat16()),
      TypeError, r"^value and query must have the same dtype, got value dtype=torch.bfloat16"),
-    ("layernorm-int64", lambda t: LayerNorm(C)(x16.long()), TypeError,
+    ("layernorm-int64", lambda t: tf.LayerNorm(C)(x16.long()), TypeError,
      r"^x must be a floating-point tensor, got dtype=torch.int64; convert it with x.float\(\)$"),
-    ("layernorm-bool", lambda t: LayerNorm(C)(x16.bool()), TypeError,
+    ("layernorm-bool", lambda t: tf.LayerNorm(C)(x16.bool()), TypeError,
      r"^x must be a floating-point tensor, got dtype=torch.bool"),
-    ("ffn-int64", lambda t: PositionWiseFFN(C, 32)(x16.long()), TypeError,
+    ("ffn-int64", lambda t: tf.PositionWiseFFN(C, 32)(x16.long()), TypeError,
      r"^x must be a floating-point tensor, got dtype=torch.int64"),
-    ("ffn-fp64", lambda t: PositionWiseFFN(C, 32)(x16.double()), TypeError,
+    ("ffn-fp64", lambda t: tf.PositionWiseFFN(C, 32)(x16.double()), TypeError,
      r"^x has dtype=torch.float64 but the module's weights have dtype=torch.float32"),
-    ("encoder-layer-fp16", lambda t: EncoderLayer(C, 4, 32)(x16.half()), TypeError,
+    ("encoder-layer-fp16", lambda t: tf.EncoderLayer(C, 4, 32)(x16.half()), TypeError,
      r"^query has dtype=torch.float16 but the module's weights have dtype=torch.float32"),
     # 很长的输入：消息只引用开头并注明长度
-    ("activation-long-str", lambda t: EncoderLayer(C, 4, 32, activation="好" * 100_000),
+    ("activation-long-str", lambda t: tf.EncoderLayer(C, 4, 32, activation="好" * 100_000),
      ValueError, r"^activation must be one of 'relu', 'gelu', 'gelu_tanh', "
      r"got activation='好{60}'… \(100000 characters\)$"),
     ("vocab-encode-long-str", lambda t: SRC_VOCAB.encode("好" * 500), TypeError,
      r"^tokens must be a list of tokens, not the str '好{60}'… \(500 characters\); tokenize it first$"),
-    ("norm_first-long-str", lambda t: EncoderLayer(C, 4, 32, norm_first="y" * 5000), TypeError,
+    ("norm_first-long-str", lambda t: tf.EncoderLayer(C, 4, 32, norm_first="y" * 5000), TypeError,
      r"^norm_first must be a bool, got norm_first='y{60}'… \(5000 characters\)$"),
-    ("config-d_model-long-list", lambda t: GPTConfig(vocab_size=list(range(10_000))), ValueError,
+    ("config-d_model-long-list", lambda t: tf.GPTConfig(vocab_size=list(range(10_000))), ValueError,
      r"^vocab_size must be a positive integer, got vocab_size=\[0, 1, 2, .*… \(\d+ characters in its repr\)$"),
     # 翻译器
     ("translate-long-unknown", lambda t: _translate(LONG), ValueError,
@@ -961,8 +717,6 @@ MESSAGES = [
      r"^sentences must be a str or a list of str, got int$"),
     ("translate-list-of-int", lambda t: _translate(["我明天去北京。", 5]), TypeError,
      r"^sentences must be a str or a list of str, got list$"),
-    ("translate-beam-zero", lambda t: _translate("我明天去北京。", beam_size=0), ValueError,
-     r"^beam_size must be a positive integer, got beam_size=0$"),
     ("save-metric-object", lambda t: _save(t, bleu=object()), TypeError,
      r"^metrics must be numbers or strings, got bleu=<object object at .*> of type object$"),
     ("save-metric-tensor", lambda t: _save(t, bleu=torch.tensor([1.0, 2.0])), TypeError,
@@ -977,9 +731,6 @@ MESSAGES = [
     ("fit-corpus-type", lambda t: fit_translator(corpus=[]), TypeError,
      r"^corpus must be a TranslationCorpus or None, got list$"),
     # 语料
-    ("corpus-valid_fraction-one", lambda t: generate_corpus(valid_fraction=1.0), ValueError,
-     r"^valid_fraction must be in \[0, 1\), got valid_fraction=1.0$"),
-    ("corpus-seed-str", lambda t: generate_corpus(seed="0"), TypeError, r"^seed must be an int, got seed='0'$"),
     ("corpus-held_out-slot", lambda t: generate_corpus(held_out=[("verb", "喝", "subject", "她")]), ValueError,
      r"^held_out slot must be one of \('subject', 'time', 'mood', 'action', 'place'\), got slot='verb'"),
     ("corpus-held_out-value", lambda t: generate_corpus(held_out=[("subject", "它", "action", "喝绿茶")]),
@@ -1006,20 +757,20 @@ MESSAGES = [
      TGT_VOCAB, tokenizer="jieba"), TypeError, r"^tokenizer must be callable, got str$"),
     ("translator-in_domain-not-callable", lambda t: Translator(tiny_translator().model, SRC_VOCAB,
      TGT_VOCAB, in_domain=3), TypeError, r"^in_domain must be callable, got int$"),
-    ("recording-weights-not-a-layer", lambda t: recording_weights(MultiHeadAttention(C, 4)).__enter__(),
+    ("recording-weights-not-a-layer", lambda t: recording_weights(tf.MultiHeadAttention(C, 4)).__enter__(),
      TypeError, r"^layers must be EncoderLayer or DecoderLayer, got MultiHeadAttention$"),
     # issue 33 的外部 fuzz 找到的：结束在 torch 内部的两处
-    ("layernorm-float64-in-float32", lambda t: LayerNorm(C)(torch.randn(2, C, dtype=torch.float64)),
+    ("layernorm-float64-in-float32", lambda t: tf.LayerNorm(C)(torch.randn(2, C, dtype=torch.float64)),
      TypeError, r"^x has dtype=torch.float64 but the module's weights have dtype=torch.float32; "),
     ("cache-cross-attention-other-batch", lambda t: _cache_twice((2, 3), static_kv=True),
      ValueError, r"^the cache holds batch size 2 but got batch size 3; use cache.reorder"),
     # 第二次 fuzz run（issue 26）找到的：torch 内部的 RuntimeError、Python 的 "not iterable"
-    ("layernorm-d-model-2**62", lambda t: LayerNorm(2**62), RuntimeError,
+    ("layernorm-d-model-2**62", lambda t: tf.LayerNorm(2**62), RuntimeError,
      r"^Storage size calculation overflowed with sizes=\[4611686018427387904\]"),
-    ("attn-mask-meta", lambda t: MultiHeadAttention(C, 4)(*[torch.zeros(2, 3, C)] * 3,
+    ("attn-mask-meta", lambda t: tf.MultiHeadAttention(C, 4)(*[torch.zeros(2, 3, C)] * 3,
      attn_mask=torch.ones(3, 3, dtype=torch.bool, device="meta")), ValueError,
      r"^attn_mask must hold values, got a meta tensor \(a shape without data\)$"),
-    ("key-padding-mask-meta", lambda t: MultiHeadAttention(C, 4)(*[torch.zeros(2, 3, C)] * 3,
+    ("key-padding-mask-meta", lambda t: tf.MultiHeadAttention(C, 4)(*[torch.zeros(2, 3, C)] * 3,
      key_padding_mask=torch.ones(2, 3, dtype=torch.bool, device="meta")), ValueError,
      r"^key_padding_mask must hold values, got a meta tensor \(a shape without data\)$"),
     ("src-ids-meta", lambda t: tiny_model()(torch.ones(1, 3, dtype=torch.long, device="meta"),
@@ -1036,22 +787,16 @@ MESSAGES = [
     ("vocab-decode-2d", lambda t: SRC_VOCAB.decode(torch.ones(2, 2, dtype=torch.long)), ValueError,
      r"^ids must be one sequence \(1-D\), got a tensor of shape \(2, 2\)$"),
     # 第 1 章的 RNN 编码器–解码器（tinyformer.seq2seq）
-    ("seq2seq-lengths-empty", lambda t: make_copy_batch([], torch.Generator()), ValueError,
+    ("seq2seq-lengths-empty", lambda t: seq2seq.make_copy_batch([], torch.Generator()), ValueError,
      r"lengths must be a non-empty list"),
-    ("seq2seq-length-zero", lambda t: make_copy_batch([3, 0], torch.Generator()), ValueError,
+    ("seq2seq-length-zero", lambda t: seq2seq.make_copy_batch([3, 0], torch.Generator()), ValueError,
      r"each length in lengths must be a positive"),
-    ("seq2seq-hidden_size", lambda t: Seq2Seq(hidden_size=0), ValueError,
-     r"hidden_size must be a positive integer, got hidden_size=0"),
-    ("seq2seq-attention-str", lambda t: Seq2Seq(attention="yes"), TypeError,
-     r"attention must be a bool, got attention='yes'"),
-    ("additive-attention-mask", lambda t: AdditiveAttention(2, 3, 4)(torch.randn(1, 2), torch.randn(1, 5, 3),
+    ("additive-attention-mask", lambda t: seq2seq.AdditiveAttention(2, 3, 4)(torch.randn(1, 2), torch.randn(1, 5, 3),
      torch.ones(1, 4, dtype=torch.bool)), ValueError, r"mask must be a bool tensor of shape \(B, S\) = \(1, 5\)"),
-    ("gru-encoder-1d", lambda t: GRUEncoder(seq2seq.VOCAB_SIZE, 4, 4)(torch.tensor([3, 4])), ValueError,
+    ("gru-encoder-1d", lambda t: seq2seq.GRUEncoder(seq2seq.VOCAB_SIZE, 4, 4)(torch.tensor([3, 4])), ValueError,
      r"src must have shape \(B, S\)"),
-    ("copy-train-max_len", lambda t: train_copy_model(Seq2Seq(), steps=1, min_len=5, max_len=3), ValueError,
+    ("copy-train-max_len", lambda t: seq2seq.train_copy_model(seq2seq.Seq2Seq(), steps=1, min_len=5, max_len=3), ValueError,
      r"max_len must be >= 5, got max_len=3"),
-    ("copy-accuracy-length", lambda t: copy_accuracy(Seq2Seq(), length=0), ValueError,
-     r"length must be a positive integer, got length=0"),
     # 字节级 BPE（tinyformer.bpe）
     ("bpe-vocab_size", lambda t: ByteBPE.train(["春眠不觉晓"], 100), ValueError,
      r"vocab_size must be an int >= 256.*got 100"),
@@ -1068,31 +813,90 @@ MESSAGES = [
     ("bpe-gpt2-merge-unknown", lambda t: ByteBPE.from_gpt2_merges([("æĺ", "¥")]), ValueError,
      r"merge 0 .* uses a token that no earlier merge made"),
     # GPT 的现代选项与 RoPE
-    *[(f"gpt-option-{'-'.join(map(str, changes.values()))}", lambda t, c=changes: GPTConfig(
-      **{"vocab_size": 30, "d_model": C, "num_heads": H, **c}), error, message) for changes, error, message in [
-        ({"norm": "batchnorm"}, ValueError, "norm must be one of 'layernorm', 'rmsnorm'"),
-        ({"position": "sinusoidal"}, ValueError, "position must be one of 'learned', 'rope'"),
-        ({"rope_layout": "neox"}, ValueError, "rope_layout must be one of 'half', 'interleaved'"),
-        ({"ffn": "geglu"}, ValueError, "ffn must be one of 'mlp', 'swiglu'"),
-        ({"num_kv_heads": 3}, ValueError, "num_heads must be divisible by num_kv_heads"),
-        ({"num_kv_heads": 0}, ValueError, "num_kv_heads must be a positive integer"),
-        ({"num_kv_heads": 8}, ValueError, "num_heads must be divisible by num_kv_heads"),
-        ({"bias": "False"}, TypeError, "bias must be a bool"),
-        ({"position": "rope", "d_model": 12}, ValueError, "d_model // num_heads must be even")]],
-    ("rope-head_dim-odd", lambda t: RotaryEmbedding(5), ValueError, "head_dim must be even"),
-    ("rope-base-1e-310", lambda t: RotaryEmbedding(1024, max_len=2, base=1e-310), ValueError,
+    ("gpt-num_kv_heads-3", lambda t: tiny_gpt(num_kv_heads=3), ValueError,
+     "num_heads must be divisible by num_kv_heads"),
+    ("gpt-num_kv_heads-8", lambda t: tiny_gpt(num_kv_heads=8), ValueError,
+     "num_heads must be divisible by num_kv_heads"),
+    ("gpt-rope-odd-head_dim", lambda t: tiny_gpt(position="rope", d_model=12), ValueError,
+     "d_model // num_heads must be even"),
+    ("rope-head_dim-odd", lambda t: tf.RotaryEmbedding(5), ValueError, "head_dim must be even"),
+    ("rope-base-1e-310", lambda t: tf.RotaryEmbedding(1024, max_len=2, base=1e-310), ValueError,
      r"frequencies 1/base\^\(2i/head_dim\).*head_dim=1024"),  # ω_511 = 1e310^(1022/1024) 溢出成 inf
-    ("rope-layout", lambda t: RotaryEmbedding(8, layout="neox"), ValueError, "layout must be one of"),
-    ("rope-head_dim-vs-mha", lambda t: MultiHeadAttention(C, H, rope=RotaryEmbedding(8)), ValueError,
+    ("rope-layout", lambda t: tf.RotaryEmbedding(8, layout="neox"), ValueError, "layout must be one of"),
+    ("rope-head_dim-vs-mha", lambda t: tf.MultiHeadAttention(C, H, rope=tf.RotaryEmbedding(8)), ValueError,
      "rope.head_dim must equal d_model // num_heads = 4"),
-    ("rope-too-long", lambda t: RotaryEmbedding(4, max_len=10)(torch.zeros(1, 3, 4), start=8), ValueError,
+    ("rope-too-long", lambda t: tf.RotaryEmbedding(4, max_len=10)(torch.zeros(1, 3, 4), start=8), ValueError,
      r"T \+ start = 3 \+ 8 = 11 must be <= max_len=10"),
 ]  # fmt: skip
+
+
+_warmup = partial(warmup_lr, step=1, d_model=512, warmup=4000)
+_loss = partial(label_smoothed_cross_entropy, LOGITS, TARGET)
+_emb = partial(tf.TokenEmbedding, 10, 16)
+# 消息恰好是 "参数 must be 规则, got 参数=repr(取值)" 的坏输入 (名字, 调用, 参数, 取值, 规则)：调用(参数=取值)
+RULES = [
+    ("mha", partial(_mha, q5, kv7, kv7), "need_weights", [1], "a bool"),
+    ("sdpa", partial(tf.attention_with_weights, q5, kv7, kv7), "dropout_p", [1.5, math.nan], UNIT),
+    ("emb", _emb, "scale", [1], "a bool"),
+    ("emb", _emb, "padding_idx", [10], "in [0, vocab_size) = [0, 10)"),
+    ("LayerNorm", partial(tf.LayerNorm, C), "eps", [math.inf, "1e-5"], FINITE),
+    ("PositionalEncoding", partial(tf.PositionalEncoding, C), "base", [-math.inf], FINITE),
+    ("pe", partial(tf.PositionalEncoding(C, max_len=10), x16), "start", [-1], ">= 0"),
+    ("sinusoidal", partial(tf.sinusoidal_encoding, 10, C), "base", [math.inf, math.nan, 0], FINITE),
+    ("sinusoidal", partial(tf.sinusoidal_encoding, 8, 4), "base", [-10.0, "10000"], FINITE),
+    ("sinusoidal", partial(tf.sinusoidal_encoding, d_model=4), "max_len", [0, 8.0, -1], POSITIVE),
+    ("sinusoidal", partial(tf.sinusoidal_encoding, 8), "d_model", [0], POSITIVE),
+    ("shift_matrix", partial(tf.shift_matrix, 1, C), "base", [math.inf], FINITE),
+    ("shift_matrix", partial(tf.shift_matrix, d_model=8), "k", [1.5], "an integer"),
+    ("causal_mask", tf.causal_mask, "T", [0, -1, 2.0], POSITIVE),
+    ("causal_mask", partial(tf.causal_mask, 3), "start", [-1], ">= 0"),
+    ("TransformerConfig", tiny_transformer_config, "src_vocab_size", [0], POSITIVE),
+    ("TransformerConfig", tiny_transformer_config, "num_decoder_layers", [0], POSITIVE),
+    ("TransformerConfig", tiny_transformer_config, "activation", ["tanh"], ACTIVATION),
+    ("TransformerConfig", tiny_transformer_config, "dropout", [1], UNIT),
+    ("GPTConfig", tf.GPTConfig, "vocab_size", [-5], POSITIVE),
+    ("GPTConfig", partial(tf.GPTConfig, vocab_size=10), "d_ff", [0], POSITIVE),
+    ("GPTConfig", partial(tf.GPTConfig, vocab_size=10), "tie_output", [None], "a bool"),
+    ("GPTConfig", tiny_gpt, "norm", ["batchnorm"], "one of 'layernorm', 'rmsnorm'"),
+    ("GPTConfig", tiny_gpt, "position", ["sinusoidal"], "one of 'learned', 'rope', 'none'"),
+    ("GPTConfig", tiny_gpt, "rope_layout", ["neox"], "one of 'half', 'interleaved'"),
+    ("GPTConfig", tiny_gpt, "ffn", ["geglu"], "one of 'mlp', 'swiglu'"),
+    ("GPTConfig", tiny_gpt, "num_kv_heads", [0], POSITIVE),
+    ("GPTConfig", tiny_gpt, "bias", ["False"], "a bool"),
+    ("GPT.generate", _generate, "max_new_tokens", [0], POSITIVE),
+    ("GPT.generate", _generate, "temperature", [0, math.inf, math.nan], FINITE),
+    ("GPT.generate", _generate, "top_k", [0, 2.5], POSITIVE),
+    ("warmup_lr", _warmup, "d_model", [0], POSITIVE),
+    ("warmup_lr", _warmup, "factor", [math.inf, math.nan, -1.0], AT_LEAST_0),
+    ("warmup_lr", _warmup, "step", [1.5], POSITIVE),
+    ("warmup_lr", _warmup, "warmup", [0], POSITIVE),
+    ("train", partial(_train, max_steps=None), "max_seconds", [math.inf], FINITE),
+    ("train", _train, "max_seconds", [math.nan, -1], FINITE),
+    ("train", _train, "max_steps", [1.5], POSITIVE),
+    ("train", _train, "lr_factor", [math.inf, math.nan], AT_LEAST_0),
+    ("train", _train, "seed", [2**70, -1], SEED),
+    ("train", _train, "seed", [1.0], "an integer"),
+    ("train", _train, "smoothing", [math.nan], UNIT),
+    ("train", _train, "batch_size", [0], POSITIVE),
+    ("new_translator", partial(new_translator, SRC_VOCAB, TGT_VOCAB), "seed", [2**64], SEED),
+    ("loss", _loss, "ignore_index", [0.5], "an integer"),
+    ("loss", _loss, "smoothing", [1.0], UNIT),
+    ("translate", partial(_translate, "我明天去北京。"), "beam_size", [0, 2.5], POSITIVE),
+    ("translate", partial(_translate, "我明天去北京。"), "max_len", [0, -5], POSITIVE),
+    ("generate_corpus", generate_corpus, "valid_fraction", [1.0], UNIT),
+    ("generate_corpus", generate_corpus, "seed", ["0"], "an int"),
+    ("Vocab", partial(Vocab, [["a"]]), "min_freq", [0, 1.5], POSITIVE),
+    ("Seq2Seq", seq2seq.Seq2Seq, "hidden_size", [0], POSITIVE),
+    ("Seq2Seq", seq2seq.Seq2Seq, "attention", ["yes"], "a bool"),
+    ("copy_accuracy", partial(seq2seq.copy_accuracy, seq2seq.Seq2Seq()), "length", [0], POSITIVE),
+]
 
 
 def messages():
     for name, call, error, match in MESSAGES:
         CASES.append(Case("messages", name, call, None, error, match))
+    for row in RULES:
+        must("messages", *row)
 
 
 # ---------------------------------------------------------------- checkpoints
@@ -1138,24 +942,15 @@ def _duplicate_name(good, path):
     path.write_bytes(len(new).to_bytes(8, "little") + new.encode() + body + body[start:end])
 
 
-def _special(kind):
-    def make(good, path):
-        if kind == "pickle":
-            torch.save({"format": "tinyformer-translator-1", "payload": Payload()}, path)
-        elif kind == "pickle-legacy":
-            torch.save({"payload": Payload()}, path, _use_new_zipfile_serialization=False)
-        elif kind == "directory":
-            path.mkdir()
-        elif kind == "foreign":
-            save_file({"w": torch.ones(2)}, path)
-        elif kind == "pickle-bare":
-            torch.save({"payload": Payload()}, path)
-        elif kind == "old-format-pt":  # 第一版格式：torch.save 的 dict
-            meta = read_metadata(good)
-            state = tiny_translator().model.state_dict()
-            torch.save({**meta, "format": "tinyformer-translator-1", "state_dict": state}, path)
+def _pickled(obj, **kwargs):
+    return lambda good, path: torch.save(obj, path, **kwargs)
 
-    return make
+
+def _old_format(good, path):
+    """第一版格式：torch.save 的 dict。"""
+    state = tiny_translator().model.state_dict()
+    meta = {**read_metadata(good), "format": "tinyformer-translator-1"}
+    torch.save({**meta, "state_dict": state}, path)
 
 
 def _bigger(state):
@@ -1177,10 +972,10 @@ CHECKPOINTS = [
     ("text-file", _bytes("我明天去北京。\n".encode()), "damaged", DAMAGED),
     ("appended-garbage", _cut(lambda d: d + b"\0" * 100), "damaged", DAMAGED),
     ("duplicate-weight-name", _duplicate_name, "damaged", DAMAGED),
-    ("pickle-os-system", _special("pickle"), "pickle", PICKLE),
-    ("pickle-legacy-format", _special("pickle-legacy"), "pickle", PICKLE),
-    ("a-directory", _special("directory"), "not_a_file", r"is a directory"),
-    ("foreign-safetensors", _special("foreign"), "metadata", r"without tinyformer's metadata"),
+    ("pickle-os-system", _pickled({"format": "tinyformer-translator-1", "payload": Payload()}), "pickle", PICKLE),
+    ("pickle-legacy-format", _pickled({"payload": Payload()}, _use_new_zipfile_serialization=False), "pickle", PICKLE),
+    ("a-directory", lambda good, path: path.mkdir(), "not_a_file", r"is a directory"),
+    ("foreign-safetensors", lambda good, path: save_file({"w": torch.ones(2)}, path), "metadata", r"without tinyformer's metadata"),
     ("old-format", _resave(meta=lambda m: m.update(format="x")), "metadata",
      r"is not a tinyformer translator \(format='tinyformer-translator-2'\)"),
     ("missing-config", _resave(meta=lambda m: m.pop("config")), "metadata", META + r"missing 'config'"),
@@ -1214,12 +1009,12 @@ CHECKPOINTS = [
 FILES = {  # 命令行的行里写作 {名字}；{model} 是好文件，{tmp} 是临时文件夹
     "empty": _bytes(b""),
     "random": _bytes(bytes(range(256)) * 16),
-    "payload": _special("pickle"),
+    "payload": _pickled({"format": "tinyformer-translator-1", "payload": Payload()}),
     "hostile": _config(max_len=2**31),
     "other": _resave(tensors=_bigger),
     "truncated": _cut(lambda d: d[:100]),
-    "old": _special("old-format-pt"),
-    "evil": _special("pickle-bare"),
+    "old": _old_format,
+    "evil": _pickled({"payload": Payload()}),
     "poet": lambda good, path: save_poet(path, *tiny_poet(seed=5), metrics={"steps": 0}),
 }
 
@@ -1239,7 +1034,6 @@ def same_as_saved(loaded):
     reference, state = tiny_translator().model.state_dict(), loaded.model.state_dict()
     if any(not torch.equal(state[k], reference[k]) for k in reference):
         return "loaded weights differ from the saved ones"
-    return None
 
 
 def _flip(position):
@@ -1262,16 +1056,13 @@ def checkpoints():
     for i in range(60):
         crafted(f"byte {i}/60 flipped", _flip(i / 60))
     crafted("os.urandom bytes", _bytes(os.urandom(4096)))
-    for field, value in [("d_model", 8192), ("pad_id", 1), ("src_vocab_size", 10**7),
+    for field, value in [("d_model", 8192), ("src_vocab_size", 10**7),
                          ("dropout", float("nan")), ("tie_output", 1), ("activation", "evil"),
                          ("d_ff", 65536), ("num_encoder_layers", 0), ("norm_first", "yes"),
                          ("pad_id", -1), ("d_model", 32)]:  # fmt: skip
         crafted(f"config {field}={value!r}", _config(**{field: value}))
     for name, change in [
-        ("config extra field", lambda m: m["config"].__setitem__("evil", 1)),
         ("config is a list", lambda m: m.__setitem__("config", [1, 2])),
-        ("format wrong", lambda m: m.__setitem__("format", "other")),
-        ("metrics list", lambda m: m.__setitem__("metrics", [1])),
         ("metrics nested", lambda m: m["metrics"].__setitem__("x", {"a": 1})),
         ("src_itos duplicate", lambda m: m["src_itos"].__setitem__(5, m["src_itos"][4])),
         ("tgt_itos not list", lambda m: m.__setitem__("tgt_itos", "abc")),
@@ -1279,9 +1070,8 @@ def checkpoints():
         ("pad swapped in itos", lambda m: m["src_itos"].insert(0, m["src_itos"].pop(1))),
     ]:
         crafted(name, _resave(meta=change))
-    for name, raw in [("no tinyformer metadata", {"other": "x"}), ("metadata not JSON", {"tinyformer": "{"}),
-                      ("metadata a list", {"tinyformer": "[1]"})]:  # fmt: skip
-        crafted(name, _resave(raw_meta=raw))
+    crafted("metadata not JSON", _resave(raw_meta={"tinyformer": "{"}))
+    crafted("metadata a list", _resave(raw_meta={"tinyformer": "[1]"}))
     # the first, a middle and the last weight in the file
     for name in ("decoder_layers.0.cross_attn.k_proj.bias", "decoder_layers.0.self_attn.q_proj.bias",
                  "tgt_embed.embedding.weight"):  # fmt: skip
@@ -1292,12 +1082,9 @@ def checkpoints():
                 _resave(tensors=lambda s, n=name, f=new: s.__setitem__(n, f(s[n]))),
             )
         crafted(f"{name} missing", _resave(tensors=lambda s, n=name: s.pop(n)))
-    case("old .pt file", lambda t: load_checkpoint(made(t, "old")), same_as_saved)
-    case("pickle naming os.system", lambda t: load_checkpoint(made(t, "evil")), same_as_saved)
     for name in ("old", "evil", "truncated"):
         case(f"convert {name}", lambda t, n=name: convert_checkpoint(made(t, n), t / f"{n}-new.safetensors"),
              same_as_saved)  # fmt: skip
-    case("directory", lambda t: load_checkpoint(t), same_as_saved)
     case("/dev/null", lambda t: load_checkpoint("/dev/null"), same_as_saved)
     case("missing file", lambda t: load_checkpoint(t / "none.safetensors"), same_as_saved)
     case("path None", lambda t: load_checkpoint(None), same_as_saved)
@@ -1306,7 +1093,7 @@ def checkpoints():
 
 
 # ---------------------------------------------------------------- Translator
-@functools.cache
+@cache
 def shipped():
     return load_translator()
 
@@ -1319,21 +1106,18 @@ def translator_cases():
             r = [r] if isinstance(r, str) else r
             if len(r) != count or not all(isinstance(s, str) for s in r):
                 return f"expected {count} strings, got {r!r:.60}"
-            return None
 
         return check
 
-    for value in ["", " ", "。", "我", "我明天去北京。", "他昨天没在商店买衣服吗？", "好" * 5000,
-                  "我明天去北京。" * 20, "I will go.", "🙂", "\x00", "我明天去北京", "-我明天去北京。",
-                  None, 5, b"bytes", ["我明天去北京。", 3], ("我明天去北京。",), [], iter(["我"]),
-                  [["我"]], {"我明天去北京。"}]:  # fmt: skip
+    for value in ["", "。", "我", "我明天去北京。", "他昨天没在商店买衣服吗？", "I will go.", "🙂",
+                  "\x00", "我明天去北京", "-我明天去北京。", None, b"bytes", ("我明天去北京。",), [],
+                  iter(["我"]), [["我"]], {"我明天去北京。"}]:  # fmt: skip
         count = 1 if isinstance(value, str) else len(value) if isinstance(value, (list, tuple)) else 0  # fmt: skip
         case(f"translate({value!r:.30})", lambda t, v=value: shipped().translate(v), strings(count))
 
     def noted(r):
         if r.in_grammar == bool(r.note):
             return f"in_grammar={r.in_grammar} but note={r.note!r}"
-        return None
 
     for value in ["我明天去北京。", "他昨天没在商店买衣服吗？", "我每天不喝绿茶。", "他们上周没去公园吗？"]:  # fmt: skip
         case(
@@ -1342,11 +1126,9 @@ def translator_cases():
     case("translate_checked out of grammar has the note",
          lambda t: shipped().translate_checked("他昨天没在商店买衣服吗？"),
          lambda r: None if r.note == OUT_OF_GRAMMAR else "no note")  # fmt: skip
-    for name, kwargs in {"beam_size=0": dict(beam_size=0), "beam_size=10**7": dict(beam_size=10**7),
-                         "beam_size=2.5": dict(beam_size=2.5), "max_len=0": dict(max_len=0),
-                         "max_len=-5": dict(max_len=-5), "max_len=10**9": dict(max_len=10**9),
-                         "beam_size=4": dict(beam_size=4), "max_len=1": dict(max_len=1)}.items():  # fmt: skip
-        case(f"translate {name}", lambda t, k=kwargs: shipped().translate("我明天去北京。", **k), strings(1))  # fmt: skip
+    for arg, value in [("beam_size", 4), ("max_len", 1)]:
+        case(f"translate {arg}={value}", lambda t, k={arg: value}: shipped().translate("我明天去北京。", **k),
+             strings(1))  # fmt: skip
     case("cross_attention layer=5", lambda t: shipped().cross_attention("我明天去北京。", layer=5))
     case("cross_attention layer=-1", lambda t: shipped().cross_attention("我明天去北京。", layer=-1),
          lambda r: finite(r[2]))  # fmt: skip
@@ -1359,7 +1141,6 @@ USAGE = r"（用 --help 查看用法）"
 TMP = r"'/[^']+'"  # 临时文件夹的路径
 NUMBER = r"应为有限的正数，得到 "
 IN_RANGE = r"应为\[0, 2\*\*32\) 内的整数，得到 "
-# (编号, 参数（{tmp}、{model} 等换成文件）, 退出码, stderr 的那一行（正则，去掉开头的 "错误："）)
 # 钉死的命令行 (编号, 参数（{tmp}、{model} 等换成文件）, 退出码, stderr 的那一行（正则，去掉开头的 "错误："）)
 TRAIN_CLI = [
     ("steps-zero", ["--steps", "0"], 2, r"--steps 应为正整数，得到 '0'" + USAGE),
@@ -1442,19 +1223,15 @@ ARGPARSE_CLI = [  # (编号, 命令, 参数, "error: " 之后的正则)
 
 # 没有钉死消息的：照 classify_cli 的规则判（一行中文、没有 traceback）
 TRANSLATE_MORE = [
-    ["--beam-size", "0", "我"], ["--beam-size", "x", "我"],
-    ["--beam-size", "100000", "我明天去北京。"], ["--bogus", "我"], ["--model", "{truncated}", "我"],
-    ["--model", "{tmp}/no.safetensors", "我"], ["--model", "", "我"], ["", "我明天去北京。"], ["我爱你"],
-    ["好" * 40_000], ["我明天去北京。" * 20], ["--", "-我明天去北京。"], ["-我明天去北京。"],
-    ["--beam", "2", "我明天去北京。"], ["--help"], ["我明天去北京。", "他昨天没在商店买衣服吗？"],
-    ["--beam-size=2", "我明天去北京。"], ["--model={model}", "我明天去北京。"], ["\x00"], ["🙂"],
-    ["--beam-size", "-1", "我"], ["--beam-size", "1e3", "我"], ["--beam-size", str(2**70), "我"],
+    ["--beam-size", "100000", "我明天去北京。"], ["--model", "{truncated}", "我"], ["--model", "", "我"],
+    ["我爱你"], ["--beam", "2", "我明天去北京。"], ["--help"], ["--beam-size=2", "我明天去北京。"],
+    ["我明天去北京。", "他昨天没在商店买衣服吗？"], ["--model={model}", "我明天去北京。"], ["\x00"], ["🙂"],
+    ["--beam-size", "-1", "我"], ["--beam-size", "1e3", "我"],
     ["--model", "{model}", "--model", "{truncated}", "我"],
 ]  # fmt: skip
 TRAIN_MORE = [
-    ["--seconds", "-1"], ["--seed", "-1"], ["--seed", "x"], ["--out", "/proc/x.safetensors"],
-    ["--out", "/" + "x" * 300 + "/m.safetensors"], ["--no-progress=1"], ["positional"], ["--help"],
-    ["--out", "{tmp}/" + "a" * 300 + ".safetensors"],
+    ["--seconds", "-1"], ["--seed", "-1"], ["--seed", "x"], ["positional"], ["--help"],
+    ["--out", "/" + "x" * 300 + "/m.safetensors"], ["--out", "{tmp}/" + "a" * 300 + ".safetensors"],
 ]  # fmt: skip
 # 真的起子进程跑 python -m tinyformer.translation：(参数, stdout 一开始就关掉, 退出码, 那一行)
 SUBPROCESS_CLI = [
@@ -1507,6 +1284,8 @@ def fill(argv, t: Path):
 
 
 def in_process(command, argv, t):
+    if command == "poetry":
+        return captured(lambda: poetry_cli.run(fill(argv, t)))
     if argv[:1] == ["convert"]:
         command, argv = "convert", argv[1:]
     return run_cli(cli.COMMANDS[command], fill(argv, t))
@@ -1534,32 +1313,22 @@ def subprocess_cli(argv, closed_stdout, t):
 
 def cli_cases():
     case = cases_of("cli")
-    for command, rows in (("train", TRAIN_CLI), ("translate", TRANSLATE_CLI)):
+    for command, rows in (
+        ("train", TRAIN_CLI),
+        ("translate", TRANSLATE_CLI),
+        ("poetry", POETRY_CLI),
+    ):
         for name, argv, code, message in rows:
-            case(
-                f"{command} {name}",
-                lambda t, c=command, a=argv: in_process(c, a, t),
-                "cli",
-                code,
-                message,
-            )
+            case(f"{command} {name}", partial(in_process, command, argv), "cli", code, message)
     for name, command, argv, message in ARGPARSE_CLI:
-        case(name, lambda t, c=command, a=argv: in_process(c, a, t), "cli", 2, "error: " + message)
+        case(name, partial(in_process, command, argv), "cli", 2, "error: " + message)
     for command, rows in (("translate", TRANSLATE_MORE), ("train", TRAIN_MORE)):
         for argv in rows:
             name = f"{command} {' '.join(a[:30] for a in argv)[:80]}"
-            case(name, lambda t, c=command, a=argv: in_process(c, a, t), "cli")
-    for name, argv, code, message in POETRY_CLI:
-        case(
-            f"poetry {name}",
-            lambda t, a=argv: captured(lambda: poetry_cli.run(fill(a, t))),
-            "cli",
-            code,
-            message,
-        )
+            case(name, partial(in_process, command, argv), "cli")
     for argv, closed, code, message in SUBPROCESS_CLI:
         name = f"subprocess {' '.join(argv)[:60]}{' (stdout closed)' if closed else ''}"
-        case(name, lambda t, a=argv, c=closed: subprocess_cli(a, c, t), "cli", code, message)
+        case(name, partial(subprocess_cli, argv, closed), "cli", code, message)
 
 
 def pinned_problem(case: Case, t: Path, result=None, error=None) -> str | None:
@@ -1594,84 +1363,63 @@ def classify_cli(result):
     lines = [line for line in err.splitlines() if not line.startswith("提示：")]
     if "Traceback" in err or "Exception ignored" in err:
         return "obscure", err.strip().splitlines()[-1][:120]
+    if code == 0 and lines:
+        return "obscure", f"exit 0 with stderr {lines[0][:80]}"
     if code == 0:
-        return (
-            ("obscure", f"exit 0 with stderr {lines[0][:80]}")
-            if lines
-            else ("handled", f"exit 0 {out[:60]!r}")
-        )
+        return "handled", f"exit 0 {out[:60]!r}"
     if code == 2 and err.startswith("usage: ") and ": error: " in lines[-1]:
         return "clear", f"exit 2 (argparse): {lines[-1][:120]}"  # argparse's own usage error
     if len(lines) != 1 or not lines[0].startswith("错误："):
         return "obscure", f"exit {code}, stderr {err[:120]!r}"
     if "意外的内部错误" in lines[0]:
         return "obscure", lines[0][:120]
-    english = ENGLISH.findall(lines[0].replace("python -m tinyformer", ""))
-    if english:
+    if ENGLISH.search(lines[0].replace("python -m tinyformer", "")):
         return "obscure", f"English in {lines[0][:120]}"
     return "clear", f"exit {code}: {lines[0][:120]}"
 
 
 def classify(error: BaseException):
     message = str(error)
-    if isinstance(error, WeightsError):
-        return "clear", message[:140]  # names the file and its reason (missing, pickle, damaged, …)
-    if isinstance(error, FileNotFoundError) and error.filename is not None:
-        return "clear", message[:140]  # names the missing file
-    if re.search(r"can't allocate memory: you tried to allocate \d+ bytes|Storage size calculation "
-                 r"overflowed with sizes=", message):  # fmt: skip
-        return "clear", message[:140]  # torch itself names the bytes or sizes asked for
-    if isinstance(error, (ValueError, TypeError)) and not TORCH_INTERNAL.search(message):
-        # our checks ("must … got …") and Python's own signature errors name the argument
-        if re.search(
-            r"must|got|expected|checkpoint|give|need|has |does not|convert|positional argument",
-            message,
-        ):
-            return "clear", message[:140]
+    ours = isinstance(error, (ValueError, TypeError)) and not TORCH_INTERNAL.search(message)
+    if (
+        isinstance(error, WeightsError)  # names the file and its reason (missing, pickle, …)
+        or (isinstance(error, FileNotFoundError) and error.filename is not None)
+        or TORCH_NAMES_SIZE.search(message)  # torch itself names the bytes or sizes asked for
+        or (ours and NAMES_ARGUMENT.search(message))  # "must … got …", signature errors
+    ):
+        return "clear", message[:140]
     return "obscure", f"{type(error).__name__}: {message[:140]}"
 
 
-class Timeout(Exception):
-    pass
-
-
 def _alarm(signum, frame):
-    raise Timeout
+    raise TimeoutError
 
 
 def run_case(case: Case, t: Path):
+    result = error = None
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(TIMEOUT)
     try:
         result = case.call(t)
-    except Timeout:
+    except TimeoutError:
         return "crash", f"no result after {TIMEOUT} s"
     except MemoryError:
         return "crash", "MemoryError"
     except Exception as err:  # noqa: BLE001
-        if case.error is not None:
-            problem = pinned_problem(case, t, error=err)
-            return (
-                ("obscure", f"not the pinned message: {problem}")
-                if problem
-                else ("clear", str(err)[:140])
-            )
-        if "can't allocate memory" in str(err) and "you tried to allocate" not in str(err):
-            return "crash", "allocator ran out of memory"
-        return classify(err)
+        error = err
     finally:
         signal.alarm(0)
-    if case.check == "cli":
-        if case.error is None:
-            return classify_cli(result)
-        problem = pinned_problem(case, t, result)
-        return (
-            ("obscure", f"not the pinned line: {problem}")
-            if problem
-            else ("clear", result[2][:140])
-        )
     if case.error is not None:
-        return "wrong", f"a pinned bad input was accepted: {result!r:.80}"
+        problem = pinned_problem(case, t, result, error)
+        if problem is None:
+            return "clear", str(error or result[2])[:140]
+        return ("wrong" if error is None and case.check != "cli" else "obscure"), problem
+    if error is not None:
+        if "can't allocate memory" in str(error) and "you tried to allocate" not in str(error):
+            return "crash", "allocator ran out of memory"
+        return classify(error)
+    if case.check == "cli":
+        return classify_cli(result)
     problem = case.check(result) if callable(case.check) else finite(result)
     return ("wrong", problem) if problem else ("handled", "")
 
@@ -1689,19 +1437,17 @@ cli_cases()
 
 
 def main():
-    verbose = "--verbose" in sys.argv
     limit = 6 * 2**30
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     torch.set_num_threads(1)
-    outcomes, notes = Counter(), []
-    by_group: dict[str, Counter] = {}
+    by_group, notes = defaultdict(Counter), []
     with tempfile.TemporaryDirectory() as tmp:
         for case in CASES:
             outcome, note = run_case(case, Path(tmp))
-            outcomes[outcome] += 1
-            by_group.setdefault(case.group, Counter())[outcome] += 1
-            if verbose or outcome in ("obscure", "wrong", "crash"):
+            by_group[case.group][outcome] += 1
+            if "--verbose" in sys.argv or outcome in ("obscure", "wrong", "crash"):
                 notes.append(f"  [{outcome}] {case.group}: {case.name}  {note}")
+    outcomes = sum(by_group.values(), Counter())
     kinds = ("clear", "handled", "obscure", "wrong", "crash")
     print(f"{'group':<13}" + "".join(f"{k:>9}" for k in kinds) + f"{'total':>9}")
     for group, counts in [*by_group.items(), ("all", outcomes)]:

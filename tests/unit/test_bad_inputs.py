@@ -1,16 +1,7 @@
-"""坏输入一览（issue 16）：每个坏输入都有一个清楚的结局，消息钉死在 ``tools/fuzz_edges.py`` 的表里。
-
-那张表同时是 fuzz 的输入（``python -m tools.fuzz_edges`` 把每个情形归为 clear/handled/obscure/wrong/crash）；
-这里只跑钉死了结局的行（``Case.error``），要求恰好是那个结局：
-
-- 公开构造函数和 forward 的参数、nan/inf、种子范围、dtype 不符、解码的编号、翻译器……（``MESSAGES``）
-  → 这种异常，消息写明参数、取值和规则；
-- 坏的或故意构造的检查点文件（``CHECKPOINTS``）→ ``load_checkpoint`` 抛出 **一个**
-  ``WeightsError("'路径': …")``，``reason`` 说出真正的原因（缺文件、pickle、损坏、元数据、不符）；
-- 命令行参数（``TRAIN_CLI``、``TRANSLATE_CLI``、``SUBPROCESS_CLI``）→ 非零退出码 + stderr 上恰好一行
-  ``错误：…``，训练开始之前（argparse 自己发现的用法错误照它的样子打印：``ARGPARSE_CLI``）。
-
-写到一半被打断的检查点见 ``test_atomic.py``。
+"""坏输入一览（issue 16）：``tools/fuzz_edges.py`` 那张表（也是 fuzz 的输入）里钉死了结局的行（``Case.error``）
+在这里逐行跑，要求恰好是那个结局：异常类型和消息（写明参数、取值和规则）、检查点的 **一个**
+``WeightsError`` 及其 ``reason``、命令行的退出码和 stderr 上恰好一行 ``错误：…``——在训练开始之前
+（argparse 自己发现的用法错误照它的样子打印）。写到一半被打断的检查点见 ``test_atomic.py``。
 """
 
 import re
