@@ -66,32 +66,6 @@ def test_outputs_fit_the_column(path):
     assert wide == [], f"输出超过 {WIDTH} 列：改打印它的单元格（换行、短一些的标签）后重新执行"
 
 
-def test_wrapping_keeps_every_word_and_the_width():
-    text = "走显式的矩阵乘法：融合的 F.scaled_dot_product_attention 不被 FlopCounterMode 计数"
-    lines = FORMAT.wrap_comment("    ", text, 60)
-    assert all(FORMAT.display_width(line) <= 60 for line in lines)
-    assert "".join(line.removeprefix("    # ") for line in lines).replace(" ", "") == (
-        text.replace(" ", "")
-    )
-    assert not any(line.removeprefix("    # ")[0] in "，。；：）" for line in lines)
-
-
-def test_split_strings_print_the_same():
-    """切开的字符串（隐式拼接）与原来的值相同，包括 f-string 的 {…}、{{ }} 和转义。"""
-    value = 3.14159
-    source = (
-        "text = f'第一部分：很长的说明文字，{value:.2f}，花括号 {{原样}}，"
-        "换行\\n之后还有更多的说明文字，直到超过行宽为止。'"
-    )
-    split = FORMAT.split_long_strings(source, 40)
-    assert split != source
-    assert all(FORMAT.display_width(line) <= 60 for line in split.split("\n"))
-    before, after = {"value": value}, {"value": value}
-    exec(source, before)
-    exec(split, after)
-    assert before["text"] == after["text"]
-
-
 def test_formatting_is_a_no_op_on_the_stored_notebooks():
     """仓库里的笔记本已经排好：再排一遍什么也不改（格式化器与 lint 一致）。"""
     import nbformat
@@ -99,5 +73,5 @@ def test_formatting_is_a_no_op_on_the_stored_notebooks():
     for path in NOTEBOOKS:
         nb = nbformat.reads(path.read_text(encoding="utf-8"), as_version=nbformat.NO_CONVERT)
         before = [cell.source for cell in nb.cells]
-        FORMAT.format_sources(nb, path.relative_to(ROOT), WIDTH)
+        FORMAT.format_sources(nb, path.relative_to(ROOT))
         assert [cell.source for cell in nb.cells] == before, path.name
