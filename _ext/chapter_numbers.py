@@ -65,7 +65,6 @@ _detached: list[tuple[nodes.Element, int, nodes.Element]] = []
 
 
 def detach_frame_sections(app, env) -> list[str]:
-    """排号之前：把学习目标、小结、练习从各页目录里摘下（记下放回的位置）。"""
     _detached.clear()
     for toc in env.tocs.values():
         for para in list(toc.findall(addnodes.compact_paragraph)):
@@ -88,8 +87,6 @@ def reattach_frame_sections(app, env) -> list[str]:
 
 
 class ChineseNumberMixin:
-    """套在主题的 HTML 写出器外面：号写成“第 5 章　”“5.3 ”，不编号的节不写号。"""
-
     def get_secnumber(self, node):
         parent = node.parent
         if isinstance(parent, nodes.section) and parent.get("unnumbered"):
@@ -114,8 +111,6 @@ def wrap_translator(app) -> None:
     if app.builder.format != "html":
         return
     base = app.registry.translators.get(app.builder.name, app.builder.default_translator_class)
-    if issubclass(base, ChineseNumberMixin):
-        return
     translator = type("ChineseNumberTranslator", (ChineseNumberMixin, base), {})
     app.set_translator(app.builder.name, translator, override=True)
 
@@ -141,8 +136,6 @@ def number_unnumbered_docs(app, env) -> list[str]:
 
 
 class ChapterLinkNumbers(SphinxPostTransform):
-    """``[第 5 章](ch05_attention.ipynb)`` 的链接文字按目标文档的章号写（在 MyST 解析链接之前）。"""
-
     default_priority = 5  # Sphinx 的 ReferencesResolver 是 10
 
     def run(self, **kwargs) -> None:

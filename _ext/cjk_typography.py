@@ -103,12 +103,9 @@ def join_soft_breaks(block: nodes.TextElement) -> int:
 def keep_punctuation_with_math(math: nodes.math) -> bool:
     """行内公式后面紧跟中文标点时，把两者包进一个不断行的 inline；返回是否包了。"""
     parent = math.parent
-    index = _index(parent, math)
-    following = None
-    for sibling in parent.children[index + 1 :]:  # 跳过合并换行后留下的空文字节点
-        if not (isinstance(sibling, nodes.Text) and not str(sibling)):
-            following = sibling
-            break
+    siblings = parent.children[_index(parent, math) + 1 :]
+    # 跳过合并换行后留下的空文字节点
+    following = next((s for s in siblings if not isinstance(s, nodes.Text) or str(s)), None)
     if not isinstance(following, nodes.Text):
         return False
     match = CLOSING.match(str(following))
@@ -123,8 +120,6 @@ def keep_punctuation_with_math(math: nodes.math) -> bool:
 
 
 class CJKTypography(SphinxTransform):
-    """合并中文之间的软换行，并让行内公式后面的标点跟着公式。"""
-
     default_priority = 700  # 在 Sphinx 与 MyST 的大多数变换之后，交叉引用解析之前
 
     def apply(self, **kwargs) -> None:

@@ -10,22 +10,14 @@ sphinx-book-theme 的火箭菜单（Binder、Colab）由仓库地址 + 页面的
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 SOURCE_DIR = "chapters/"
-EDITION_DIR = "edition/"
-
-
-def edition_path(pagename: str) -> str:
-    """页面 ``chapters/ch05_attention`` 的笔记本版在仓库里的路径。"""
-    return f"{EDITION_DIR}{PurePosixPath(pagename).name}.ipynb"
 
 
 def point_launch_buttons_at_edition(app, pagename, templatename, context, doctree) -> None:
     if not pagename.startswith(SOURCE_DIR):
         return
     source = f"{pagename}.ipynb"
-    target = edition_path(pagename)
+    target = f"edition/{pagename.rsplit('/', 1)[-1]}.ipynb"
     for group in context.get("header_buttons", []):
         if group.get("label") != "launch-buttons":
             continue

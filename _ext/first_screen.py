@@ -10,12 +10,10 @@ resources）。手机网络上每个请求都要排队、多一次往返，第�
 页尾脚本的 ``<link rel="preload">``：它们在页尾就会加载，预加载只是在第一屏之前和样式表抢带宽；没有标签页的
 页面（本书全部）不加载 sphinx-design 的 design-tabs.js；页尾的脚本也 ``defer``（除了搜索页）。
 
-2. 主题（pydata-sphinx-theme.js）在页面加载时给每个代码块、输出量一次是否比框宽（``scrollWidth``），好让
-   比框宽、要滚动的拿到 Tab 停靠点。一口气量几百个元素逼浏览器把整页排版一遍，连 content-visibility
-   （_theme/site.css）先不排版的远处的内容也排了：第 4 章手机上主线程因此卡一秒多（Lighthouse 的 TBT）；
-   分片量也不行，每量一个远处的元素就要排版它。这里把主题脚本里量元素的函数换成空的，这件事由
-   _ext/page_scripts.py 的 SCROLLABLE 做：元素排好时才量，读者按第一个键时量完其余的。主题更新、认不出这段
-   代码时构建失败。
+2. 主题（pydata-sphinx-theme.js）在页面加载时给每个代码块、输出量一次是否比框宽，好让要滚动的拿到 Tab 停靠点；
+   一口气量几百个元素逼浏览器把整页排版一遍（第 4 章手机上主线程因此卡一秒多，Lighthouse 的 TBT）。这里把
+   量元素的函数换成空的，改由 _ext/page_scripts.py 的 SCROLLABLE 做（为什么那样做见那里）。主题更新、认不出
+   这段代码时构建失败。
 
 3. 图片快进入视野时才下载（``<img loading="lazy">``）：第 4 章一张 270 KB 的 SVG 图原来和样式表一起下载，
    手机网络上第一段文字（Lighthouse 的 LCP）因此晚一秒多。
@@ -25,8 +23,7 @@ resources）。手机网络上每个请求都要排队、多一次往返，第�
    就是代码块本身的颜色。这里换一个不给这两类（和空白 ``w``）包 span 的 HtmlFormatter，文字与颜色不变、浏览器
    要算样式和排版的元素少了。配色换了、给它们另配颜色时构建失败。
 
-同一组样式表连成同一个文件，散列取自文件名的列表；内容每次构建都按列表重写（增量构建时没重写的页面
-照样用上改过的 ``_theme/site.css``），链接上的 ``?v=`` 是内容的散列。只处理 html 构建器。
+同一组样式表连成同一个文件，散列取自文件名的列表，链接上的 ``?v=`` 是内容的散列。
 tests/book/test_phone.py 检查每页只有一个阻塞渲染的样式表、图片都是懒加载的。
 """
 
@@ -43,6 +40,8 @@ from pygments.styles import get_style_by_name
 from pygments.token import Token
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
+
+from tinyformer.atomic import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -99,10 +98,8 @@ def css_text(site: Path, path: str) -> str:
 def write_bundle(site: Path, name: str, sources: list[str]) -> str:
     """写 _static/bundle-<name>.css；返回内容的短散列（做链接的 ?v=）。"""
     text = "\n".join(f"/* {source} */\n{css_text(site, source)}" for source in sources)
-    path = site / BUNDLE.format(name)
-    tmp = path.with_suffix(".css.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    with atomic_write(site / BUNDLE.format(name)) as file:
+        file.write(text.encode())
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
@@ -122,16 +119,14 @@ def page_stylesheets(page_html: str, page: Path, site: Path) -> tuple[list[str],
 def bundle_page(
     page_html: str, page: Path, site: Path, links: list[str], name: str, version: str
 ) -> str:
-    """把一页的样式表链接换成一个，去掉脚本的预加载。"""
     href = posixpath.relpath(BUNDLE.format(name), page.parent.relative_to(site).as_posix())
     first = page_html.index(links[0])
     for link in links:
         page_html = page_html.replace(link, "", 1)
     bundled = f'    <link rel="stylesheet" href="{href}?v={version}" />\n'
     page_html = PRELOAD.sub("", page_html[:first] + bundled + page_html[first:])
-    if (
-        "searchtools.js" not in page_html
-    ):  # 搜索页的脚本按原样执行（见 _ext/page_scripts.py 第 3 条）
+    # 搜索页的脚本按原样执行（见 _ext/page_scripts.py 第 3 条）
+    if "searchtools.js" not in page_html:
         page_html = BLOCKING_SCRIPT.sub(r'<script defer="defer" src="\1"></script>', page_html)
     if "sd-tab-set" not in page_html:
         page_html = DESIGN_TABS.sub("", page_html)
@@ -139,7 +134,6 @@ def bundle_page(
 
 
 def drop_theme_loop(site: Path) -> None:
-    """去掉主题脚本里一口气量全部代码块的循环（见模块说明第 2 条）。"""
     path = site / THEME_JS
     text = path.read_text(encoding="utf-8")
     if NO_LOOP in text:
@@ -148,9 +142,8 @@ def drop_theme_loop(site: Path) -> None:
         raise ExtensionError(
             f"first_screen：{THEME_JS} 里认不出给代码块加 Tab 停靠点的循环（主题更新了？）"
         )
-    tmp = path.with_suffix(".js.tmp")
-    tmp.write_text(text.replace(THEME_LOOP, NO_LOOP), encoding="utf-8")
-    tmp.replace(path)
+    with atomic_write(path) as file:
+        file.write(text.replace(THEME_LOOP, NO_LOOP).encode())
 
 
 def _bundle_site(app, exception) -> None:
@@ -159,6 +152,7 @@ def _bundle_site(app, exception) -> None:
     site = Path(app.outdir)
     drop_theme_loop(site)
     # 哪些样式表连成了哪个文件：增量构建时没重写的页面只剩 bundle 的链接，靠这份记录重写它的内容
+    # （照样用上改过的 _theme/site.css）
     manifest = Path(app.doctreedir) / "css_bundles.json"
     bundles = json.loads(manifest.read_text("utf-8")) if manifest.is_file() else {}
     pages = []
@@ -171,18 +165,16 @@ def _bundle_site(app, exception) -> None:
             name = hashlib.sha256("\n".join(sources).encode()).hexdigest()[:12]
             bundles[name] = sources
             pages.append((page, page_html, links, name))
-    fresh = {name for *_, name in pages}
     bundles = {  # 样式表已不在网站里的旧记录不要了
         name: sources
         for name, sources in bundles.items()
-        if name in fresh or all((site / source).is_file() for source in sources)
+        if all((site / source).is_file() for source in sources)
     }
     versions = {name: write_bundle(site, name, sources) for name, sources in bundles.items()}
     manifest.write_text(json.dumps(bundles, indent=1), encoding="utf-8")
     for page, page_html, links, name in pages:
-        tmp = page.with_suffix(".html.tmp")
-        tmp.write_text(bundle_page(page_html, page, site, links, name, versions[name]), "utf-8")
-        tmp.replace(page)
+        with atomic_write(page) as file:
+            file.write(bundle_page(page_html, page, site, links, name, versions[name]).encode())
     logger.info(
         f"first_screen: {len(pages)} pages now load one stylesheet ({len(bundles)} bundles)"
     )
@@ -193,8 +185,6 @@ PLAIN_TOKENS = (Token.Name, Token.Punctuation, Token.Text.Whitespace)
 
 
 class PlainTokensFormatter(HtmlFormatter):
-    """Pygments 的 HtmlFormatter，只是 PLAIN_TOKENS 不包 span（与相邻的同类文字连成一段）。"""
-
     def _get_css_class(self, ttype):
         return "" if ttype in PLAIN_TOKENS else super()._get_css_class(ttype)
 

@@ -70,7 +70,6 @@ def fontawesome_svgs(script: Path) -> dict[tuple[str, str], tuple[int, int, str]
 
 
 def used_icons(pages: list[Path]) -> set[tuple[str, str]]:
-    """页面里用到的 (样式, 图标名)。"""
     used = set()
     for page in pages:
         for value in CLASS_ATTRIBUTE.findall(page.read_text(encoding="utf-8")):
@@ -127,24 +126,15 @@ def icons_css(used: set[tuple[str, str]], svgs: dict) -> str:
     return "\n".join(rules + admonition_css(svgs)) + "\n"
 
 
-def theme_fontawesome() -> Path:
-    import pydata_sphinx_theme
-
-    return (
-        Path(pydata_sphinx_theme.__file__).parent
-        / "theme"
-        / "pydata_sphinx_theme"
-        / "static"
-        / FONTAWESOME
-    )
-
-
 def _write_icons(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     site = Path(app.outdir)
     pages = [p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts]
-    svgs = fontawesome_svgs(theme_fontawesome() / "js" / "all.min.js")
+    import pydata_sphinx_theme
+
+    theme_static = Path(pydata_sphinx_theme.__file__).parent / "theme/pydata_sphinx_theme/static"
+    svgs = fontawesome_svgs(theme_static / FONTAWESOME / "js" / "all.min.js")
     used = used_icons(pages)
     missing = sorted(f"{s} {n}" for s, n in used if (s, n) not in svgs and not n[0].isdigit())
     if missing:

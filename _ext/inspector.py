@@ -1,9 +1,8 @@
 """各章网页上的“用训练好的模型看看”（Sphinx 扩展，_config.yml 里以 local_extensions 加载）。
 
-1. 模型是网页翻译器的那一份（``_ext/live_translator.py`` 写的 ``_static/translator_model/``：半精度的权重），
-   前向是它旁边的 ``_static/live_translator/transformer.js``，它按名字记下每一个中间结果。这里只把浏览器端
-   脚本 ``_static_inspector/inspector/inspector.js`` 加进 ``html_static_path``（网站里是
-   ``_static/inspector/inspector.js``）。所有页面、翻译器和检查器共用一份模型，浏览器缓存它。
+1. 模型是网页翻译器的那一份（``_ext/live_translator.py`` 写的 ``_static/translator_model/``），前向是它旁边的
+   ``_static/live_translator/transformer.js``，它按名字记下每一个中间结果；所有页面、翻译器和检查器共用一份模型，
+   浏览器缓存它。这里只把浏览器端脚本 ``_static_inspector/`` 加进 ``html_static_path``。
 2. 指令 ``inspector``：章节里写一个 markdown 单元格::
 
        ```{inspector} attention
@@ -12,12 +11,11 @@
        这里是 {numref}`%s 节 <ch05-mask>` 算的注意力权重……（可选的说明，照常按 MyST 解析）
        ```
 
-   参数是视图的名字（:data:`VIEWS`）。网页上它是一个折叠的 ``<details>``（“用训练好的模型看看”），
-   读者打开它时 ``inspector.js`` 才加载分词与前向的脚本和模型（下载多少写在状态行里）——
-   页面打开时只多一个约 20 KB 的脚本。笔记本版（tools/edition.py）可以把整个指令换成一行指向网站的链接。
+   参数是视图的名字（:data:`VIEWS`）。网页上它是一个折叠的 ``<details>``，读者打开它时 ``inspector.js`` 才加载
+   分词与前向的脚本和模型——页面打开时只多一个约 20 KB 的脚本。笔记本版（tools/edition.py）可以把整个指令换成
+   一行指向网站的链接。
 
-页面级的 JavaScript 接口 ``window.tinyformerInspect(sentence)``、``window.tinyformerBeam(sentence, options)``
-见 inspector.js 开头；tests/book/test_inspector.py 用它们核对网页上的数与 Python 包的相同。
+页面级的 JavaScript 接口见 inspector.js 开头；tests/book/test_inspector.py 用它们核对网页上的数与 Python 包的相同。
 """
 
 import html
@@ -38,7 +36,7 @@ def add_scripts(app) -> None:
 
 
 def model_megabytes(app) -> str:
-    """读者打开检查器时下载的模型（权重与词表）有多少 MB：_ext/live_translator.py 在构建开始时写好了它们。"""
+    """读者打开检查器时下载的模型（权重与词表）有多少 MB。"""
     model = Path(app.outdir).parent / "live_translator" / "translator_model"
     size = sum(
         (model / name).stat().st_size for name in ("translator.safetensors", "translator.json")
@@ -47,8 +45,6 @@ def model_megabytes(app) -> str:
 
 
 class InspectorDirective(SphinxDirective):
-    """``{inspector} 视图名``：一个折叠的在线检查器（见模块说明）。"""
-
     required_arguments = 1
     has_content = True
     option_spec = {"sentence": directives.unchanged}

@@ -10,7 +10,6 @@
    探索功能（a11y、sre）因此不可用。
 2. 主题的翻译目录（``_static/locales``：sphinx-book-theme 把全部语言的 .po/.mo 当静态文件复制）。
 3. source map（``*.map``）：只有打开开发者工具时才会请求。
-4. FontAwesome 的脚本、样式与字体由 ``_ext/icons.py`` 换成一个只含页面上用到的图标的小样式表。
 
 另外：Sphinx 7.4 只在有页面要重写时才复制静态文件，只改了 ``_theme/site.css`` 或
 ``_ext/search_zh.js`` 的增量构建会留着旧的副本。``_rewrite_when_assets_change`` 在它们变了时让首页重读，
@@ -31,6 +30,8 @@ from urllib.parse import unquote, urlparse
 
 from bs4 import BeautifulSoup
 from sphinx.util import logging
+
+from tinyformer.atomic import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,6 @@ REPORT_PAGE = "chapters/appendix_stats.html"
 
 
 def html_pages(site: Path) -> list[Path]:
-    """网站里的全部 HTML 页面（不含 _static 里的）。"""
     return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
 
 
@@ -121,9 +121,7 @@ def page_weight(page: Path, site: Path) -> dict[str, int]:
     if soup.select_one('script[type="application/vnd.jupyter.widget-view+json"]'):
         # 控件快进入视野时才加载控件管理器（_ext/page_scripts.py），也算上它和它的图标字体
         files |= {static / "html-manager" / "embed.js", *(static / "html-manager").glob("*.woff2")}
-    if soup.select_one(
-        "div.tinyformer-vega"
-    ):  # 图快进入视野时才加载（_ext/vega_charts.py），也算上
+    if soup.select_one("div.tinyformer-vega"):  # 图快进入视野时才加载（_ext/vega_charts.py）
         files |= set(static.glob("vega*/vega*.min.js"))
     return {f.relative_to(site).as_posix(): f.stat().st_size for f in files}
 
@@ -151,7 +149,6 @@ def weight_report(site: Path) -> str:
 
 
 def fill_report(site: Path) -> None:
-    """把称重结果写进附录页的占位元素（原子地替换文件）。"""
     page = site / REPORT_PAGE
     if not page.is_file():
         return
@@ -163,9 +160,8 @@ def fill_report(site: Path) -> None:
         return
     end = html.index("</span>", start)
     html = html[: start + len(marker)] + weight_report(site) + html[end:]
-    tmp = page.with_suffix(".html.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(page)
+    with atomic_write(page) as file:
+        file.write(html.encode())
 
 
 def _prune(app, exception) -> None:

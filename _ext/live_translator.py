@@ -1,23 +1,15 @@
 """第 8 章网页上的翻译器与第 9 章的写诗器（Sphinx 扩展，_config.yml 里以 local_extensions 加载）。
 
-构建开始时（builder-inited）把随包发布的检查点 ``tinyformer.translation.pretrained.checkpoint_path(600)``
-写成网页用的半精度权重（``tinyformer.translation.export.export_for_page``）到
-``_build/live_translator/translator_model/``，再把它和仓库里的浏览器端脚本 ``_static_ch08/`` 加进
-``html_static_path``：网站里是 ``_static/translator_model/``（translator.safetensors、translator.json、
-grammar.json）和 ``_static/live_translator/``（live_translator.js，前向 transformer.js）。各章的检查器
-（``_ext/inspector.py``）读同一份权重。
+构建开始时（builder-inited）把随包发布的第 8 章检查点与写诗模型写成网页用的半精度权重
+（``tinyformer.translation.export.export_for_page``、``tinyformer.poetry.export.export_poet``），写到
+``_build/live_translator/translator_model/``、``_build/poem_writer/poem_model/``，连同浏览器端脚本
+``_static_ch08/``、``_static_ch09/`` 加进 ``html_static_path``。各章的检查器（``_ext/inspector.py``）读翻译器的
+那一份权重；写诗器的前向与采样也用翻译器的脚本（transformer.js、live_translator.js），不另放一份。
+只有第 8、9 章那一格的 ``{raw} html`` 引用这些文件，别的页面不加载它们。
 
 为什么构建时写、而不是把半精度的文件提交进仓库：权重已经随包发布一份，再提交一份转换过的
 二进制文件，两者就可能不一致；构建时写保证网站上的模型就是包里的那个。写出的字节是确定的，
 不到 1 秒；检查点、包的源代码和 torch 版本都没变时跳过。
-
-只有第 8 章的页面用 ``{raw} html`` 引用这些文件，别的页面不加载它们（不像根目录 _static/ 里的脚本）。
-
-写诗器同理：随包发布的写诗模型（``tinyformer.poetry.pretrained.load_model()``）由
-``tinyformer.poetry.export.export_poet`` 写到 ``_build/poem_writer/poem_model/``，连同 ``_static_ch09/`` 的
-``poem_writer/poem_writer.js`` 加进网站。它的前向（``transformer.js`` 的 ``gptLogits``）与解码/采样脚本
-（``live_translator.js``）是网页翻译器的那一份，不另放一份；只有第 9 章那一格的 ``{raw} html`` 引用这些文件，
-读者按下“写诗”之前浏览器不请求它们。
 """
 
 import hashlib
@@ -34,9 +26,8 @@ STEP = 600  # 第 8 章的分析用的检查点
 def export_when_stale(out: Path, export, weights: Path | None = None) -> None:
     """``export()`` 只在随包发布的检查点（``weights``，默认第 8 章的）、包的源代码或 torch 的版本变了之后才运行。
 
-    导出的图由整个包的代码决定（注意力、各层、模型），不只是导出它的那个模块，所以散列包括
-    ``src/tinyformer/`` 的全部源文件。散列记在 ``out/.stamp``（以点开头：Sphinx 不会把它复制进网站）。
-    网页翻译器与第 9 章的写诗器都用它。
+    导出的图由整个包的代码决定，不只是导出它的那个模块，所以散列包括 ``src/tinyformer/`` 的全部源文件。
+    散列记在 ``out/.stamp``（以点开头：Sphinx 不会把它复制进网站）。
     """
     import torch
 

@@ -75,9 +75,7 @@ window.addEventListener("DOMContentLoaded", () => {
   // 全书 PDF 的单页 HTML 里公式在浏览器里排版：排好后再找一遍
   if (window.MathJax && MathJax.startup) MathJax.startup.promise.then(watch);
 });"""
-# 远处的块先不排版（content-visibility，_theme/site.css）：跳到页内某处（目录、页内链接、带 # 的网址）时，
-# 浏览器先按估计的高度滚过去，沿途的块排好后高度变了，目标跟着移位。跳转后跟几帧，把目标放回视野里，
-# 直到它不再移动（最多约一秒，读者自己滚动就停）
+# 见模块说明第 5 条：跳转后跟几帧，把目标放回视野里，直到它不再移动（最多约一秒，读者自己滚动就停）
 SETTLE_ANCHOR = """
 (() => {
   const settle = () => {
@@ -135,12 +133,10 @@ def fix_scripts(app, pagename, templatename, context, doctree):
     scripts = context.get("script_files")
     if not scripts:
         return
-    seen, unique = set(), []
+    unique = {}  # 见模块说明第 1 条
     for js in scripts:
         key = (js.filename or "", js.priority, tuple(sorted(js.attributes.items())))
-        if key not in seen:
-            seen.add(key)
-            unique.append(js)
+        unique.setdefault(key, js)
     # 就地修改列表：Sphinx 渲染完这一页后会自己恢复它。要 defer 的脚本换成新的对象，不改原来的：
     # 同一个对象是各页共用的，改了它，搜索页也会跟着 defer
     scripts[:] = [
@@ -150,7 +146,7 @@ def fix_scripts(app, pagename, templatename, context, doctree):
         and not js.filename.endswith(IMMEDIATE)
         and "async" not in js.attributes
         else js
-        for js in unique
+        for js in unique.values()
     ]
 
     app.add_js_file(None, body=SCROLLABLE)
@@ -158,10 +154,8 @@ def fix_scripts(app, pagename, templatename, context, doctree):
         app.add_js_file(None, body=SETTLE_ANCHOR)
     if any("mathjax/" in (js.filename or "") for js in scripts):
         app.add_js_file(None, body=PENDING)
-    if app.builder.name == "singlehtml" and any(
-        "mathjax/" in (js.filename or "") for js in scripts
-    ):
-        app.add_js_file(None, body=NOT_LAZY)
+        if app.builder.name == "singlehtml":
+            app.add_js_file(None, body=NOT_LAZY)
     manager = [js for js in scripts if js.filename == WIDGET_MANAGER]
     if manager:
         # embed.js 自己找样式里的图标字体（相对它自己的地址），只需补上 MathJax 2 的接口

@@ -27,11 +27,7 @@ def translate_proof_title(app, doctree) -> None:
         first = next(paragraph.findall(nodes.Text), None)
         if first is None or not first.astext().startswith(ENGLISH):
             continue
-        rest = first.astext()[len(ENGLISH) :]
-        parent = first.parent
-        index = parent.index(first)
-        parent.remove(first)
-        parent.insert(index, nodes.Text(rest))
+        first.parent.replace(first, nodes.Text(first.astext()[len(ENGLISH) :]))
         paragraph.insert(0, nodes.Text("　"))
         paragraph.insert(0, nodes.strong("证明", "证明"))
 

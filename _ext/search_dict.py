@@ -4,16 +4,8 @@
 “位置编码”被切成“位置”“编码”，而浏览器里的搜索框不分词，整词“位置编码”就查不到。
 ``sphinx.search.zh`` 会读 ``html_search_options["dict"]`` 指向的 jieba 用户词典；本扩展在
 构建开始时（``config-inited``）从术语表的 ``{glossary}`` 指令里取出含汉字的术语，写成这个词典。
-术语表是唯一的出处：加一个术语，下次构建它就能被搜索到；词典只在 ``_build/`` 里，不进仓库。
-
-配置（``_config.yml`` 的 ``sphinx:``）::
-
-    local_extensions:
-      search_dict: tools
-    config:
-      search_dict_glossary: chapters/appendix_glossary.md   # 术语表源文件，相对于书的根目录
-      html_search_options:
-        dict: _build/jieba_userdict.txt                     # 生成的词典，相对于书的根目录
+术语表（``_config.yml`` 的 ``search_dict_glossary``）是唯一的出处：加一个术语，下次构建它就能被
+搜索到；词典只在 ``_build/`` 里，不进仓库。
 
 ``sphinx.search.zh`` 按当前工作目录解析这个路径，而且文件不存在时不报错、悄悄不用；所以
 这里把它换成绝对路径。词典内容变了（术语有增删）时，所有页面重新读入，索引才会用新词典重切。
@@ -75,7 +67,7 @@ def dictionary_words(text: str) -> list[str]:
 
 
 def dictionary_text(text: str) -> str:
-    """jieba 用户词典的内容：一行一个词，不写词频（jieba 会给一个刚好能把整词切出来的词频）。"""
+    # 不写词频：jieba 会给一个刚好能把整词切出来的词频
     return "".join(f"{word}\n" for word in dictionary_words(text))
 
 
@@ -97,7 +89,7 @@ def _write_dictionary(app, config) -> None:
 
 
 def _outdated_when_dictionary_changed(app, env, added, changed, removed):
-    """词典变了：所有页面都要重新分词，否则没重读的页面在索引里还是旧的切法。"""
+    # 词典变了：所有页面都要重新分词，否则没重读的页面在索引里还是旧的切法
     if getattr(app, "_search_dict_changed", False):
         return sorted(set(env.found_docs) - set(added) - set(changed))
     return []
@@ -107,8 +99,6 @@ SEARCH_SCRIPT = Path(__file__).with_name("search_zh.js")
 
 
 class SearchChineseWithDictionary(SearchChinese):
-    """Sphinx 的中文搜索，外加浏览器一侧的查询分词（``_ext/search_zh.js``），词典与索引的相同。"""
-
     def init(self, options: dict[str, str]) -> None:
         super().init(options)
         path = Path(options.get("dict", ""))

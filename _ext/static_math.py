@@ -29,6 +29,8 @@ from pathlib import Path
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
+from tinyformer.atomic import atomic_write
+
 logger = logging.getLogger(__name__)
 
 SCRIPT = Path(__file__).with_name("static_math.js")
@@ -78,7 +80,6 @@ class Typesetter:
 
 
 def prerender(page_html: str, fonts: str, typesetter: Typesetter) -> str:
-    """把一页 HTML 里的 TeX 公式换成排好的 CHTML，去掉 MathJax 脚本，样式表写进 <head>。"""
     found = [(m, False) for m in INLINE.finditer(page_html)]
     found += [(m, True) for m in DISPLAY.finditer(page_html)]
     if len(found) != page_html.count(MATH_CLASS):
@@ -119,9 +120,8 @@ def _prerender_site(app, exception) -> None:
                 new = prerender(page.read_text(encoding="utf-8"), fonts, typesetter)
             except ExtensionError as err:
                 raise ExtensionError(f"{page.relative_to(site)}：{err}") from None
-            tmp = page.with_suffix(".html.tmp")
-            tmp.write_text(new, encoding="utf-8")
-            tmp.replace(page)
+            with atomic_write(page) as file:
+                file.write(new.encode())
     finally:
         typesetter.close()
     logger.info(f"static_math: typeset the formulas of {len(pages)} pages")

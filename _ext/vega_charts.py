@@ -25,9 +25,8 @@ from html import escape
 
 from docutils import nodes
 
-MIME_TYPE = (
-    "application/vnd.vegalite.v6+json"  # 与 tinyformer.book.explorers.VEGALITE_MIME_TYPE 相同
-)
+# 与 tinyformer.book.explorers.VEGALITE_MIME_TYPE 相同
+MIME_TYPE = "application/vnd.vegalite.v6+json"
 SCRIPTS = ["vega/vega.min.js", "vega-lite/vega-lite.min.js", "vega-embed/vega-embed.min.js"]
 MARKER = 'class="tinyformer-vega"'
 
@@ -77,12 +76,7 @@ def _title(spec: dict) -> str:
 
 
 def describe(spec: dict) -> str:
-    """一张探索器的中文说明：标题、各张图的横轴纵轴与颜色、可以拨动的控件和它们的取值。"""
-    parts = []
-    if _title(spec):
-        parts.append(f"交互图“{_title(spec)}”。")
-    else:
-        parts.append("交互图。")
+    parts = [f"交互图“{_title(spec)}”。" if _title(spec) else "交互图。"]
     for view in spec.get("vconcat") or spec.get("hconcat") or [spec]:
         encoding = {}
         for layer in view.get("layer") or [view]:
@@ -115,8 +109,6 @@ def describe(spec: dict) -> str:
 
 
 class VegaLiteRenderer:
-    """myst-nb 的 MIME 渲染插件：Vega-Lite 规格 → 一个待画的 div（见模块说明）。"""
-
     # 网页（html 构建器）与全书 PDF 的单页 HTML（singlehtml）上 Vega-Lite 优先于 text/html（myst-nb
     # 默认给 text/html 的优先级是 30）：text/html 从 jsDelivr 加载脚本，打印 PDF 时不联网，只会画出
     # “Error loading script”

@@ -29,7 +29,6 @@ _ = locale.get_translation("sphinx")
 
 
 def _put_catalogs_first(app) -> None:
-    """把 locale_dirs 里 sphinx 以外的目录（booktheme.po）编译好，放到各自 domain 的翻译链最前面。"""
     language = app.config.language
     repo = CatalogRepository(
         app.srcdir, app.config.locale_dirs, language, app.config.source_encoding

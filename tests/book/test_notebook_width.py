@@ -2,8 +2,9 @@
 
 行宽由无头 Chromium 在 1366 px 的窗口里量得（见 chapters/ruff.toml 的说明），汉字按两列计
 （tools/format_notebooks.py 的 display_width，与 ruff 量行宽的办法一致）。代码由
-tools/format_notebooks.py 排好，ruff check 的 E501 守着；这里再用同一把尺子量一遍代码，并量 ruff 管不到的
-保存的输出（文字输出：print 的内容与表达式的纯文本显示；有 HTML、Markdown、图片的输出网页上不显示纯文本）。
+tools/format_notebooks.py 排好，ruff check 的 E501（chapters/ruff.toml）守着，tests/book/test_browser.py 在网页上
+核对代码框；这里量 ruff 管不到的保存的输出（文字输出：print 的内容与表达式的纯文本显示；有 HTML、Markdown、
+图片的输出网页上不显示纯文本）。
 """
 
 import json
@@ -47,12 +48,6 @@ def test_display_width_counts_chinese_as_two_columns():
     assert FORMAT.display_width("（B，T）") == 8  # 全角标点也是两列
     assert FORMAT.display_width("é") == 1  # e + 组合附加符号
     assert 60 <= WIDTH <= 100
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_code_fits_the_column(path):
-    wide = [(n, line) for n, cell in code_cells(path) for line in too_wide("".join(cell["source"]))]
-    assert wide == [], f"超过 {WIDTH} 列（python -m tools.format_notebooks 排版）：{wide}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -1,10 +1,7 @@
-"""网页搜索能找到本书的复合术语：检查构建出的 ``_build/html/searchindex.js``（不构建）。
+"""网页搜索能找到本书的复合术语：检查构建出的 ``_build/html/searchindex.js``（不构建；没有构建结果时跳过，CI 里失败）。
 
-``_ext/search_dict.py`` 由术语表生成 jieba 用户词典，Sphinx 才不会把“位置编码”切成“位置”“编码”。
-浏览器里的搜索框不分词（``searchtools.js`` 的 ``splitQuery`` 只按标点、空白切），整词“位置编码”
-必须是索引里的一个键（浏览器里按同一部词典切分查询、真的搜到这些章：tests/book/test_browser.py 的
-``test_phrase_search_finds_the_chapters``）。先运行 ``python3 tasks.py book``；没有构建结果时跳过，CI（``CI=true``，
-先构建、再测试）里则算失败。
+浏览器里的搜索框不分词，整词“位置编码”必须是索引里的一个键，Sphinx 才找得到它（为什么、怎么做见
+``_ext/search_dict.py``；在浏览器里真的搜到这些章：tests/book/test_browser.py）。
 """
 
 import json

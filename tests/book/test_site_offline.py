@@ -7,14 +7,12 @@
 import json
 import re
 from fnmatch import fnmatch
-from pathlib import Path
 
 import altair as alt
 
+from tests.kit import ROOT
 from tinyformer.book import explorers
 from tools import web_assets
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # CDN 的主机名：常见的公共 CDN，以及任何 cdn.* 子域名（cdn.jsdelivr.net、cdn.mathjax.org、cdn.plot.ly……）
 CDN_URL = re.compile(

@@ -1,11 +1,5 @@
-"""构建好的网页读起来是中文书：扫描 _build/html（不构建，也不开浏览器）。
-
-- 正文里没有“汉字 空白 汉字”（_ext/cjk_typography.py 删掉软换行与行内元素边界上的空白）；
-- 行内公式后面紧跟的中文标点与公式在同一个不断行的 span 里；
-- 界面文字是简体中文：一张英文界面文字的清单，哪一条都不许出现（_ext/zh_interface.py、locale/、_templates/）；
-- 参考文献的标签与正文的引用同一写法（_ext/bib_labels.py）；每页都有网站图标。
-
-没有构建结果时跳过，CI（CI=true）里失败（conftest.py 的 site）。
+"""构建好的网页读起来是中文书：扫描 _build/html（不构建，也不开浏览器；没有构建结果时跳过，CI 里失败）。
+排版见 _ext/cjk_typography.py，界面文字见 _ext/zh_interface.py、locale/、_templates/，参考文献见 _ext/bib_labels.py。
 """
 
 import re
