@@ -16,7 +16,6 @@ from tests.kit import ROOT, playwright_chromium, skip_or_fail
 from tools.book_pdf import serve
 
 SCRIPTS = ROOT / "_static_ch08" / "live_translator"
-SCREENSHOTS = ROOT / "_build" / "screenshots"
 # node 里：m 是 live_translator.js（解码、采样、分词……），tf 是 transformer.js（前向、读 safetensors），
 # data 是 JSON；body 是一个 async 函数体，return 的值以 JSON 写到 stdout
 PROGRAM = """
@@ -55,6 +54,14 @@ def node():
     return run
 
 
+@pytest.fixture(scope="session")
+def translator():
+    """随包发布的翻译器（第 600 步）。"""
+    from tinyformer.translation.pretrained import load_translator
+
+    return load_translator(600)
+
+
 @pytest.fixture(scope="module")
 def server(site):
     """本机随机空闲端口上的 http.server（构建好的网站，同打印全书 PDF 的 serve）；模块结束时关掉。"""
@@ -72,15 +79,11 @@ def chromium():
         browser.close()
 
 
-def on_this_machine(url: str) -> bool:
-    return urlparse(url).hostname == "127.0.0.1"
-
-
 class Visit:
     """打开一页，记下控制台错误、页面异常、失败的请求和被拦下的请求（``allow`` 之外的一律拦下，
     所以这些测试同时证明网页离线可用），以及每个成功请求的路径。"""
 
-    def __init__(self, context, url, allow=on_this_machine):
+    def __init__(self, context, url, allow=lambda url: urlparse(url).hostname == "127.0.0.1"):
         self.errors, self.failed, self.external, self.paths = [], [], [], set()
         self.allow = allow
         self.page = context.new_page()
@@ -109,9 +112,6 @@ class Visit:
     def assert_clean(self):
         assert (self.external, self.failed, self.errors) == ([], [], [])
 
-    def close(self):
-        self.page.close()
-
 
 @pytest.fixture
 def open_page(chromium, server):
@@ -130,6 +130,16 @@ def open_page(chromium, server):
     yield open_
     for context in contexts:
         context.close()
+
+
+def wait_done(page, widget: str, status: str, timeout=120_000):
+    """等网页上的模型（检查器、翻译器、写诗器 ``widget``）算完；出错时失败，报出 ``status`` 里的文字。"""
+    page.wait_for_function(
+        "(w) => ['done', 'error'].includes(document.querySelector(w).dataset.state)",
+        arg=widget,
+        timeout=timeout,
+    )
+    assert page.locator(widget).get_attribute("data-state") == "done", page.inner_text(status)
 
 
 SCROLL = """async (e) => {
@@ -174,7 +184,7 @@ MOVE_JS = """(input) => {
 
 def screenshot(target, name: str) -> Path:
     """页面或元素的截图，存进 _build/screenshots/（给人看）。"""
-    path = SCREENSHOTS / name
+    path = ROOT / "_build" / "screenshots" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     target.screenshot(path=str(path), timeout=60_000)
     return path

@@ -24,13 +24,6 @@ TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 PAGES = [TOC["root"]] + re.findall(
     r"file:\s*([^\s#]+)", (ROOT / "_toc.yml").read_text(encoding="utf-8")
 )
-WIDGET_VIEW_SCRIPT = '<script type="application/vnd.jupyter.widget-view+json"'
-
-
-def has_widgets(name):
-    """页面上有没有要画的控件（看构建出的 HTML：只在内核里有用的控件，网页上不显示）。"""
-    page = ROOT / "_build" / "html" / f"{name}.html"
-    return page.exists() and WIDGET_VIEW_SCRIPT in page.read_text(encoding="utf-8")
 
 
 def has_math(name):
@@ -50,7 +43,7 @@ def wait_for_widgets(page):
         """() => {
             const views = document.querySelectorAll(
                 'script[type="application/vnd.jupyter.widget-view+json"]');
-            return views.length > 0 && [...views].every(v => {
+            return [...views].every(v => {
                 const area = v.previousElementSibling;
                 return area && area.querySelector('.jupyter-widgets, [class*="widget-"]');
             });
@@ -92,8 +85,7 @@ RANKED = {
 def settle(page, name):
     """等公式的字体、控件画好、图片加载完（公式在构建时排好：网页不加载 MathJax）。"""
     assert page.evaluate("() => window.MathJax === undefined"), "网页不该再加载 MathJax"
-    if has_widgets(name):
-        wait_for_widgets(page)
+    wait_for_widgets(page)
     page.evaluate(
         """() => Promise.all([...document.images].map(img => {
             img.loading = 'eager';
@@ -135,8 +127,7 @@ def test_panels_open_close_and_their_links_work(open_page, panel, view):
     从章节目录点到另一章，从本页目录点到一节。"""
     page = open_page("chapters/ch03_positional_encoding.html", **VIEWS[view]).page
 
-    def press(key=None):
-        """按 key（没给时点开关按钮），等动画完，返回侧栏看不看得见。"""
+    def press(key=None):  # 按 key（没给时点开关按钮），等动画完，返回侧栏看不看得见
         if key:
             page.keyboard.press(key)
         else:
@@ -213,11 +204,11 @@ def test_page_reads_well(open_page, site, name, view):
     v = open_page(f"{name}.html", **VIEWS[view])
     page = v.page
     settle(page, name)
+    # 每个公式都换成了排好的 mjx-container，正文（代码以外）里不剩原始的 \( 或 $$
+    assert page.locator(".math:not(:has(mjx-container))").count() == 0
     if has_math(name):
         assert page.locator("mjx-container").count() > 0
         assert page.locator("mjx-merror").count() == 0  # 没有 TeX 错误
-        # 每个公式都换成了排好的 mjx-container，正文（代码以外）里不剩原始的 \( 或 $$
-        assert page.locator(".math:not(:has(mjx-container))").count() == 0
         text = page.evaluate(
             """() => {
                 const main = document.querySelector('main').cloneNode(true);
@@ -227,8 +218,7 @@ def test_page_reads_well(open_page, site, name, view):
             }"""
         )
         assert [raw for raw in ("\\(", "\\[", "$$") if raw in text] == []
-    if has_widgets(name):
-        assert "Loading widget" not in page.inner_text("main")
+    assert "Loading widget" not in page.inner_text("main")
     broken = page.eval_on_selector_all(
         "img", "imgs => imgs.filter(i => !(i.naturalWidth > 0)).map(i => i.src)"
     )
@@ -293,28 +283,20 @@ def test_page_reads_well(open_page, site, name, view):
     v.assert_clean()
 
 
-# ---------------------------------------------------------------------------------------
-# 第 8 章：在浏览器里翻译（本书自己的 JavaScript 前向，半精度的权重）。译文与命令行 python -m tinyformer.translation translate
-# --model <随包发布的检查点> 相同（期望值用同一个检查点的 Python API 算）；不认识的词报同样的错；
+# ---- 第 8 章的翻译器：译文与命令行的相同（期望值用随包的检查点的 Python API 算），不认识的词报同样的错，
 # 画出热力图。另见 tests/book/test_live_translator.py（分词、大小、只在本章加载）。
-# ---------------------------------------------------------------------------------------
 
 CH08 = "chapters/ch08_translation"
 LIVE = ".live-translator"
 
 
-@pytest.fixture(scope="module")
-def shipped_translator():
-    from tinyformer.translation.pretrained import load_translator
-
-    return load_translator(600)
-
-
-def live_translate(page, sentence):
-    """在页面的翻译器里输入一句、回车，等它算完；返回 (输出行, 译文或 None, 热力图的格子数)。"""
-    box = page.locator(f"{LIVE} input")
-    box.fill(sentence)
-    box.press("Enter")
+def live_translate(page, sentence, click=False):
+    """在页面的翻译器里输入一句、回车（``click``：点按钮），等它算完；返回 (输出行, 译文或 None, 热力图的格子数)。"""
+    page.locator(f"{LIVE} input").fill(sentence)
+    if click:
+        page.locator(f"{LIVE} button").click()
+    else:
+        page.locator(f"{LIVE} input").press("Enter")
     page.wait_for_function(
         """([selector, sentence]) => {
             const root = document.querySelector(selector);
@@ -335,7 +317,11 @@ def live_translate(page, sentence):
     )
 
 
-def wait_for_live_model(page):
+def test_live_translator_translates_like_the_cli(open_page, translator):
+    from tinyformer.translation.corpus import generate_corpus
+
+    v = open_page(f"{CH08}.html")
+    page = v.page
     scroll_to(page.locator(LIVE))  # 翻译器滚进视野时才加载模型
     page.wait_for_function(
         f"() => !document.querySelector('{LIVE} button').disabled "
@@ -343,19 +329,11 @@ def wait_for_live_model(page):
         timeout=60_000,
     )
     assert "没能加载" not in page.inner_text(f"{LIVE} .lt-status")
-
-
-def test_live_translator_translates_like_the_cli(open_page, shipped_translator):
-    from tinyformer.translation.corpus import generate_corpus
-
-    v = open_page(f"{CH08}.html")
-    page = v.page
-    wait_for_live_model(page)
     test = generate_corpus(seed=0).test
     sentences = [p.zh for p in test[:: len(test) // 12][:12]]  # 均匀取 12 个测试句
     for sentence in sentences:
-        expected = shipped_translator.translate(sentence)
-        src_tokens, tgt_tokens, _ = shipped_translator.cross_attention(sentence)
+        expected = translator.translate(sentence)
+        src_tokens, tgt_tokens, _ = translator.cross_attention(sentence)
         line, translation, cells = live_translate(page, sentence)
         assert translation == expected, sentence
         assert line == f"{sentence}  →  {expected}"
@@ -367,14 +345,14 @@ def test_live_translator_translates_like_the_cli(open_page, shipped_translator):
 
     sentence = "我明天在广州看小说。"
     with pytest.raises(ValueError) as info:
-        shipped_translator.translate(sentence)
+        translator.translate(sentence)
     line, translation, cells = live_translate(page, sentence)
     assert (line, translation, cells) == (cli.cannot_translate(sentence, info.value), None, 0)
 
     # issue 26：句型不在训练语料里时照样给出译文，下面一行说明它不可信
     sentence = "他昨天没在商店买衣服吗？"
     line, translation, cells = live_translate(page, sentence)
-    assert translation == shipped_translator.translate(sentence)
+    assert translation == translator.translate(sentence)
     assert line == f"{sentence}  →  {translation}\n{OUT_OF_GRAMMAR}"
     assert page.locator(LIVE).get_attribute("data-in-grammar") == "false"
 
@@ -382,17 +360,13 @@ def test_live_translator_translates_like_the_cli(open_page, shipped_translator):
     assert live_translate(page, "我明天去北京。")[1] == "I will go to Beijing tomorrow."
     sentence = "我明天去北京。" * 20  # 100 个词 > max_len
     with pytest.raises(ValueError) as info:
-        shipped_translator.translate(sentence)
+        translator.translate(sentence)
     line, translation, cells = live_translate(page, sentence)
     assert (line, translation, cells) == (cli.cannot_translate(sentence, info.value), None, 0)
     assert "I will go" not in page.inner_text(LIVE)
 
-    page.locator(f"{LIVE} input").fill("她明天在家写作业吗？")
-    page.locator(f"{LIVE} button").click()
-    page.wait_for_function(
-        f"() => document.querySelector('{LIVE}').dataset.sentence === '她明天在家写作业吗？'"
-        f" && document.querySelector('{LIVE}').dataset.state === 'done'"
-    )
+    sentence = "她明天在家写作业吗？"
+    assert live_translate(page, sentence, click=True)[1] == translator.translate(sentence)
     scroll_to(page.locator(LIVE))
     page.evaluate("() => document.fonts.ready")
     assert screenshot(page.locator(LIVE), "ch08_live_translator.png").stat().st_size > 10_000
@@ -502,16 +476,9 @@ def test_explorer_controls_redraw_the_chart(open_page, site, name, how):
         # file:// 是不透明的源，Chromium 不许 CSS 从 file:// 加载字体（跨源规则）：图标字体在 file://
         # 下总是失败，与探索器无关；http 下同一个测试不放过任何失败的请求和控制台错误
         # 第 8 章的网页翻译器在 file:// 下取不到它的模型文件（页面上写明要用 http，另有测试）
-        v.failed = [
-            f for f in v.failed if "/webfonts/" not in f[0] and "/translator_model/" not in f[0]
-        ]
-        v.errors = [
-            e
-            for e in v.errors
-            if "/webfonts/" not in e
-            and "/translator_model/" not in e
-            and "Failed to load resource: net::ERR_FAILED" not in e
-        ]
+        noise = ("/webfonts/", "/translator_model/", "Failed to load resource: net::ERR_FAILED")
+        v.failed = [f for f in v.failed if not any(n in f[0] for n in noise)]
+        v.errors = [e for e in v.errors if not any(n in e for n in noise)]
     v.assert_clean()
 
 

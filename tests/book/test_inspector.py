@@ -6,14 +6,14 @@
   ``|网页 − Python| ≤ 1e-4 · max(1, max|Python|)``（每个中间结果各自的量级；网页的前向与 torch 只差求和顺序）。
 - 束搜索：``window.tinyformerBeam`` 每一步的假设就是 ``beam_search(use_cache=False)`` 那一步送进解码器的前缀，
   译文相同（每个假设的对数概率与得分由 tests/book/test_live_translator.py 在同一份 beamSearch 上核对）。
-- 读者要之前不加载模型：检查器打开之前、写诗器按下“写诗”之前，页面加载的字节里没有模型与共用脚本。
-- 每个控件换一个取值视图就变，用键盘打开；桌面、手机、深色下不横向溢出，截图存到 _build/screenshots/。
+- 读者要之前不加载模型：检查器打开之前（写诗器按下“写诗”之前：test_poem_writer.py），页面加载的字节里
+  没有模型与共用脚本。每个控件换一个取值视图就变，用键盘打开；桌面、手机、深色下不横向溢出。
 """
 
 import numpy as np
 import pytest
 
-from tests.book.conftest import MOVE_JS, screenshot
+from tests.book.conftest import MOVE_JS, screenshot, wait_done
 from tests.kit import rounded_to_half
 from tinyformer.decoding import beam_search
 from tinyformer.translation.inspection import inspect
@@ -31,9 +31,8 @@ PAGES = {
     "chapters/ch07_encoder_decoder": "stack",
     "chapters/ch08_translation": "decoding",
 }
-POEM = "chapters/ch09_gpt_poetry"
 BEFORE_INTERACTION = 4_000_000  # 字节：页面打开时（翻译器、检查器、写诗器都还没加载）
-# 模型与共用的脚本（第 8 章的页面本来就加载翻译器的 live_translator.js）
+# 模型与共用的脚本
 HEAVY = ("translator_model", "poem_model", "transformer.js", "live_translator.js")
 SENTENCES = [
     "她明天在家写作业吗？",
@@ -48,13 +47,7 @@ def open_inspector(page):
     """用键盘打开检查器（焦点移到 summary、回车），等它算完。"""
     page.locator(f"{INSPECTOR} > summary").focus()
     page.keyboard.press("Enter")
-    page.wait_for_function(
-        f"() => ['done', 'error'].includes(document.querySelector('{INSPECTOR}').dataset.state)",
-        timeout=60_000,
-    )
-    assert page.locator(INSPECTOR).get_attribute("data-state") == "done", page.inner_text(
-        f"{INSPECTOR} .tfi-view"
-    )
+    wait_done(page, INSPECTOR, f"{INSPECTOR} .tfi-view")
 
 
 @pytest.fixture(scope="module")
@@ -124,62 +117,43 @@ def test_beam_hypotheses_equal_beam_search(open_page, translator, beam_size):
         assert web["best"]["translation"] == translator.translate(sentence, beam_size=beam_size)
 
 
-@pytest.mark.parametrize("name", [*PAGES, POEM])
-def test_nothing_heavy_loads_before_the_reader_asks(open_page, site, name):
-    """滚进视野、在写诗器的文本框里打字都不加载；打开检查器、按下“写诗”之后才加载（读者看到加载了多少）。"""
-    v = open_page(f"{name}.html")
-    page = v.page
-    page.wait_for_load_state("networkidle")
-    widget = ".poem-writer" if name == POEM else INSPECTOR
-    page.locator(widget).scroll_into_view_if_needed()
-    if name == POEM:
-        page.focus(".poem-writer .pw-input")
-        page.keyboard.type("x")
-        page.wait_for_timeout(500)
-    before = v.loaded(site)
-    forbidden = set(HEAVY) - (
-        {"live_translator.js"} if name == "chapters/ch08_translation" else set()
-    )
-    heavy = sorted(str(f) for f in before if set(f.relative_to(site).parts) & forbidden)
-    assert heavy == []
-    weight = sum(f.stat().st_size for f in before)
+def assert_nothing_heavy(v, site, allowed=()):
+    """读者要之前：页面加载了的文件里没有模型与共用脚本（``allowed`` 除外），总共不超过 BEFORE_INTERACTION。"""
+    loaded = v.loaded(site)
+    forbidden = set(HEAVY) - set(allowed)
+    assert sorted(str(f) for f in loaded if set(f.relative_to(site).parts) & forbidden) == []
+    weight = sum(f.stat().st_size for f in loaded)
     assert weight <= BEFORE_INTERACTION, f"{weight / 1e6:.2f} MB before interaction"
-    if name == POEM:
-        page.fill(".poem-writer .pw-input", "白日依山尽，")
-        page.click(".poem-writer .pw-run")
-        page.wait_for_function(
-            "() => document.querySelector('.poem-writer').dataset.state === 'done'"
-        )
-        needed = {"poet.safetensors", "poet.json", "live_translator.js", "transformer.js"}
-    else:
-        open_inspector(page)
-        status = page.inner_text(f"{INSPECTOR} .tfi-status")
-        assert "加载了" in status and "MB" in status  # 读者看到加载了多少、用了多久
-        needed = {"translator.safetensors", "translator.json", "transformer.js"}
-    page.wait_for_load_state("networkidle")
-    assert needed <= {f.name for f in v.loaded(site)}
-    v.assert_clean()
 
 
 CONTROLS = f"{INSPECTOR} .tfi-view select, {INSPECTOR} .tfi-view input[type=range]"
 VIEW_HTML = f"() => document.querySelector('{INSPECTOR} .tfi-view').innerHTML"
 
 
-@pytest.mark.parametrize(
-    "view",
-    [
-        {},
-        {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "device_scale_factor": 2},
-        {"color_scheme": "dark"},
-    ],
-    ids=["desktop", "phone", "dark"],
-)
+VIEWS = {
+    "desktop": {},
+    "phone": {
+        "viewport": {"width": 390, "height": 844},
+        "is_mobile": True,
+        "device_scale_factor": 2,
+    },
+    "dark": {"color_scheme": "dark"},
+}
+
+
+@pytest.mark.parametrize("view", VIEWS)
 @pytest.mark.parametrize("name", PAGES)
-def test_every_control_changes_the_view(open_page, name, view):
-    v = open_page(f"{name}.html", **view)
+def test_loads_when_opened_and_every_control_changes_the_view(open_page, site, name, view):
+    """滚进视野时不加载模型，用键盘打开检查器之后才加载（读者看到加载了多少、用了多久）。"""
+    v = open_page(f"{name}.html", **VIEWS[view])
     page = v.page
+    page.wait_for_load_state("networkidle")
     page.locator(INSPECTOR).scroll_into_view_if_needed()
+    # 第 8 章的页面本来就加载翻译器的 live_translator.js
+    assert_nothing_heavy(v, site, {"live_translator.js"} if PAGES[name] == "decoding" else ())
     open_inspector(page)
+    status = page.inner_text(f"{INSPECTOR} .tfi-status")
+    assert "加载了" in status and "MB" in status
     assert page.locator(INSPECTOR).get_attribute("data-view") == PAGES[name]
     if PAGES[name] == "decoding":  # 束搜索的表是异步画的
         page.wait_for_selector(f"{INSPECTOR} .tfi-beam table")
@@ -191,7 +165,10 @@ def test_every_control_changes_the_view(open_page, name, view):
         page.wait_for_function(f"(before) => ({VIEW_HTML})() !== before", arg=before)
     width = page.evaluate("() => document.documentElement.scrollWidth")
     assert width <= page.viewport_size["width"], "页面横向溢出"
-    label = "desktop" if not view else ("phone" if "viewport" in view else "dark")
     page.evaluate("() => document.fonts.ready")
-    screenshot(page.locator(INSPECTOR), f"inspector_{name.split('/')[-1]}_{label}.png")
+    screenshot(page.locator(INSPECTOR), f"inspector_{name.split('/')[-1]}_{view}.png")
+    page.wait_for_load_state("networkidle")
+    assert {"translator.safetensors", "translator.json", "transformer.js"} <= {
+        f.name for f in v.loaded(site)
+    }
     v.assert_clean()

@@ -1,24 +1,21 @@
 """像读者一样在真正的 JupyterLab 里打开笔记本版：无头 Chromium 驱动本机的 JupyterLab 4.4.9。
 
 Binder 装的就是 JupyterLab 4.4.9（与 Notebook 7 共用同一套渲染器），而 Colab、GitHub 与没有
-jupyterlab-myst 的 JupyterLab 一样只认 CommonMark 加公式。所以这里对 :data:`FOLDER` 里的每一本笔记本：
+jupyterlab-myst 的 JupyterLab 一样只认 CommonMark 加公式。所以这里把 :data:`FOLDER` 里的每一本笔记本打开一次：
 
-- 打开时每张图都显示出来（未被信任的笔记本不显示 SVG：旁边存的 PNG），解答都折着、点开才看得到；
-- 点一节的引用，滚到（别的笔记本里的）那个标题；
+- 每张图都显示出来（未被信任的笔记本不显示 SVG：旁边存的 PNG），解答都折着、点开才看得到；
 - 有探索器的：打开时（还没运行、笔记本未被信任、脚本不执行）图的位置上是默认状态的静态图；运行
   探索器的单元格（它自己导入要用的东西）后画出带图元的 SVG，静态图被换掉；
 - 整个过程中页面没有 JavaScript 错误（控制台 error 与未捕获的异常）。
 
-另在 Notebook 7（同一个服务器的 ``/tree`` → ``/notebooks/…``）里打开一章、运行它的探索器。渲染后的文字里
-没有 MyST 语法由 tests/book/test_edition.py 按 CommonMark 查（每一本）。截图存到 ``_build/screenshots/jupyterlab/``。
+另外点一节的引用，滚到（别的笔记本里的）那个标题；在 Notebook 7（同一个服务器的 ``/tree`` →
+``/notebooks/…``）里打开一章、运行它的探索器。渲染后的文字里没有 MyST 语法由 tests/book/test_edition.py
+按 CommonMark 查（每一本）。截图存到 ``_build/screenshots/jupyterlab/``。
 
 图的脚本在 JupyterLab 里从 jsDelivr 加载（Altair 的 universal 模板），这里连不到外网：这些地址由
 ``page.route`` 换成 ``_vendor/`` 里随书的同一构建（``tools/web_assets.py`` 取的 vega、vega-lite、
 vega-embed，版本与 Altair 要求的相同：vega-lite 一字不差，vega 与 vega-embed 是它要求的主版本里的
-那一版）。其他外部请求一律拦下并记下。
-
-需要 Debian 的 chromium、playwright 与 jupyterlab（requirements.txt 固定了 4.4.9）；缺少时跳过，
-CI=true 时失败。
+那一版）。其他外部请求一律拦下并记下。缺少 jupyterlab 时跳过，CI=true 时失败。
 """
 
 import json
@@ -74,14 +71,15 @@ def cells_saving(name: str, mime_types: set[str]) -> list[int]:
 
 
 def explorer_cells(name: str) -> list[int]:
-    """保存了探索器输出（Vega-Lite 图）的代码单元格。"""
     return cells_saving(name, {VEGALITE_MIME_TYPE})
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def figure_cells(name: str) -> list[int]:
+    return cells_saving(name, {"image/png", "image/svg+xml"})  # matplotlib 的图：SVG 和它旁边的 PNG
+
+
+def has_solutions(name: str) -> bool:
+    return any("的解答（点击展开）" in "".join(c["source"]) for c in cells_of(FOLDER / name))
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +110,9 @@ def lab(tmp_path_factory):
         JUPYTERLAB_SETTINGS_DIR=str(settings),
         JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
     )
-    port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     log = (base / "server.log").open("w")
     process = subprocess.Popen(
         [
@@ -266,7 +266,12 @@ def run_cell(page, index: int) -> None:
     )
 
 
-def wait_for_chart(page, index: int) -> dict:
+def run_explorer(page, index: int) -> dict:
+    """运行第 index 个单元格里的探索器：之前（脚本不执行）那里是默认状态的静态图；之后画出带图元与控件的
+    交互图，静态图被换掉。"""
+    before = output_state(page, index)
+    assert before["picture"] and before["marks"] == 0, f"打开时探索器的位置上没有静态图：{before}"
+    run_cell(page, index)
     page.wait_for_function(
         """(index) => {
             const cell = document.querySelectorAll('.jp-Notebook .jp-Cell')[index];
@@ -276,7 +281,10 @@ def wait_for_chart(page, index: int) -> dict:
         timeout=60_000,
     )
     page.wait_for_timeout(300)  # vega 逐层画图元
-    return output_state(page, index)
+    after = output_state(page, index)
+    assert after["marks"] > 0 and after["controls"] > 0, after
+    assert not after["picture"], "交互图画好后静态图应当被换掉"
+    return after
 
 
 def own_font(url: str) -> bool:
@@ -288,10 +296,8 @@ def own_font(url: str) -> bool:
     return bool(re.search(r"/static/(lab|notebook)/[0-9a-f]+\.woff2?$", url))
 
 
-def open_notebook(open_lab, name: str, app: str = "lab/tree", kernel: bool = True, among=None):
-    """打开一本笔记本。参数化的测试给出 ``among``：名字不在其中时是占位名（“（没有图）”），跳过。"""
-    if among is not None and name not in among:
-        skip_or_fail(f"{FOLDER} 里{name}")
+def open_notebook(open_lab, name: str, app: str = "lab/tree", kernel: bool = True):
+    """打开一本笔记本；``kernel``：等内核空闲（要运行单元格时）。"""
     lab = open_lab(f"{app}/{quote(name)}")
     wait_for_notebook(lab.page, len(cells_of(FOLDER / name)), kernel)
     return lab
@@ -307,64 +313,20 @@ def assert_no_javascript_errors(*pages: LabPage) -> None:
     assert not external, f"拦下的外部请求：{external[:5]}"
 
 
-WITH_EXPLORERS = [name for name in notebooks() if explorer_cells(name)]
-
-
 def test_explorer_draws_in_notebook_7(open_lab):
     """Notebook 7（同一个服务器）：/tree 列出笔记本，/notebooks/… 打开一章，运行探索器画出图。"""
-    if not WITH_EXPLORERS:
-        skip_or_fail(f"{FOLDER} 里没有带探索器的笔记本")
-    name = WITH_EXPLORERS[0]
+    name = next(name for name in notebooks() if explorer_cells(name))
     tree = open_lab("tree")
     tree.page.wait_for_selector(f'text="{name}"', timeout=60_000)
     notebook = open_notebook(open_lab, name, app="notebooks")
     page = notebook.page
     (index, *_) = explorer_cells(name)
-    assert output_state(page, index)["picture"]
-    run_cell(page, index)
-    after = wait_for_chart(page, index)
-    assert after["marks"] > 0 and after["controls"] > 0, after
+    run_explorer(page, index)
     screenshot(
         page.locator(".jp-Notebook .jp-Cell").nth(index),
         f"jupyterlab/notebook7-{Path(name).stem}.png",
     )
     assert_no_javascript_errors(tree, notebook)
-
-
-@pytest.mark.parametrize("name", WITH_EXPLORERS or ["（没有探索器）"])
-def test_explorer_shows_a_picture_on_opening_and_draws_when_run(open_lab, name):
-    lab = open_notebook(open_lab, name, among=WITH_EXPLORERS)
-    page = lab.page
-    for index in explorer_cells(name):
-        # 打开时：笔记本未被信任，脚本不执行；图的位置上是默认状态的静态图
-        before = output_state(page, index)
-        shoot = name.startswith("ch05")
-        if shoot:
-            cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
-            cell.scroll_into_view_if_needed()
-            screenshot(cell, f"jupyterlab/explorer-{Path(name).stem}-opened.png")
-        assert before["picture"], f"打开时探索器的位置上没有静态图：{before}"
-        assert before["marks"] == 0
-        started = time.monotonic()
-        run_cell(page, index)
-        after = wait_for_chart(page, index)
-        assert after["marks"] > 0 and after["controls"] > 0, after
-        assert not after["picture"], "交互图画好后静态图应当被换掉"
-        assert any(u.startswith(f"{CDN}vega-embed@") for u in lab.cdn), lab.cdn
-        print(f"{name}：运行到画好 {time.monotonic() - started:.1f} s，{after['marks']} 个图元")
-        if shoot:
-            screenshot(cell, f"jupyterlab/explorer-{Path(name).stem}-run.png")
-    assert_no_javascript_errors(lab)
-
-
-# ---- 打开就看得到的图、点开才看得到的答案、留在笔记本里的引用（笔记本未被信任，不运行任何单元格）
-
-FIGURE_TYPES = ("image/png", "image/svg+xml")
-
-
-def figure_cells(name: str) -> list[int]:
-    """保存了 matplotlib 图（SVG，和它旁边的 PNG）的代码单元格。"""
-    return cells_saving(name, set(FIGURE_TYPES))
 
 
 def figures_drawn(page, indices: list[int]) -> list[dict]:
@@ -390,35 +352,6 @@ def figures_drawn(page, indices: list[int]) -> list[dict]:
     )
 
 
-WITH_FIGURES = [name for name in notebooks() if figure_cells(name)]
-
-
-@pytest.mark.parametrize("name", WITH_FIGURES or ["（没有图）"])
-def test_every_figure_is_drawn_on_opening_untrusted(open_lab, name):
-    """JupyterLab 不显示未被信任的笔记本里的 SVG：每张图旁边存着的 PNG 打开就显示出来。"""
-    lab = open_notebook(open_lab, name, kernel=False, among=WITH_FIGURES)
-    page = lab.page
-    indices = figure_cells(name)
-    try:  # 图片解码是异步的：等每个图单元格都有加载好的图
-        page.wait_for_function(
-            """(indices) => indices.every(index => [...window.jupyterapp.shell.currentWidget
-                .content.widgets[index].node.querySelectorAll('.jp-OutputArea img')]
-                .some(img => img.complete && img.naturalWidth > 0))""",
-            arg=indices,
-            timeout=30_000,
-        )
-    except Exception:  # noqa: BLE001  超时：下面的断言列出哪些图没有出现
-        pass
-    drawn = figures_drawn(page, indices)
-    assert not any(cell["trusted"] for cell in drawn), "读者打开的笔记本应当是未被信任的"
-    missing = [cell for cell in drawn if cell["images"] == 0]
-    assert not missing, f"{len(missing)}/{len(drawn)} 张图打开时没有显示：{missing[:3]}"
-    if name.startswith("ch03"):
-        page.locator(".jp-Notebook .jp-Cell").nth(indices[0]).scroll_into_view_if_needed()
-        screenshot(page, f"jupyterlab/figures-{Path(name).stem}-untrusted.png")
-    assert_no_javascript_errors(lab)
-
-
 def folded_answers(page) -> list[dict]:
     """渲染后的每个解答（摘要写着“的解答”的 <details>）：是否展开、摘要。"""
     return page.evaluate(
@@ -428,33 +361,62 @@ def folded_answers(page) -> list[dict]:
     )
 
 
-def has_solutions(name: str) -> bool:
-    return any("的解答（点击展开）" in "".join(c["source"]) for c in cells_of(FOLDER / name))
+OPENED = [n for n in notebooks() if figure_cells(n) or has_solutions(n) or explorer_cells(n)]
 
 
-WITH_SOLUTIONS = [name for name in notebooks() if has_solutions(name)]
-
-
-@pytest.mark.parametrize("name", WITH_SOLUTIONS or ["（没有解答）"])
-def test_no_answer_is_visible_before_a_click(open_lab, name):
-    """JupyterLab 把解答渲染成折着的 <details>（解答只在折叠的块里：tests/book/test_edition.py）；点开第一个，它出现。"""
-    lab = open_notebook(open_lab, name, kernel=False, among=WITH_SOLUTIONS)
+@pytest.mark.parametrize("name", OPENED or ["（没有笔记本）"])
+def test_figures_answers_and_explorers_on_opening_untrusted(open_lab, name):
+    figures, explorers = figure_cells(name), explorer_cells(name)
+    lab = open_notebook(open_lab, name, kernel=bool(explorers))
     page = lab.page
-    answers = folded_answers(page)
-    assert answers and not any(a["open"] for a in answers), answers[:2]
-    summary = page.locator(".jp-RenderedMarkdown details > summary", has_text="的解答").first
-    summary.scroll_into_view_if_needed()
     shoot = name.startswith("ch05")
-    if shoot:
-        screenshot(page, f"jupyterlab/solution-{Path(name).stem}-folded.png")
-    summary.click()
-    page.wait_for_timeout(300)
-    assert folded_answers(page)[0]["open"]
-    # 点开后答案看得到：innerText（只含显示出来的文字）比摘要长
-    opened = re.sub(r"\s+", "", summary.locator("xpath=..").inner_text())
-    assert len(opened) > len(re.sub(r"\s+", "", answers[0]["summary"])) + 20, opened
-    if shoot:
-        screenshot(page, f"jupyterlab/solution-{Path(name).stem}-open.png")
+    # JupyterLab 不显示未被信任的笔记本里的 SVG：每张图旁边存着的 PNG 打开就显示出来
+    try:  # 图片解码是异步的：等每个图单元格都有加载好的图
+        page.wait_for_function(
+            """(indices) => indices.every(index => [...window.jupyterapp.shell.currentWidget
+                .content.widgets[index].node.querySelectorAll('.jp-OutputArea img')]
+                .some(img => img.complete && img.naturalWidth > 0))""",
+            arg=figures,
+            timeout=30_000,
+        )
+    except Exception:  # noqa: BLE001  超时：下面的断言列出哪些图没有出现
+        pass
+    drawn = figures_drawn(page, figures)
+    assert not any(cell["trusted"] for cell in drawn), "读者打开的笔记本应当是未被信任的"
+    missing = [cell for cell in drawn if cell["images"] == 0]
+    assert not missing, f"{len(missing)}/{len(drawn)} 张图打开时没有显示：{missing[:3]}"
+    if name.startswith("ch03"):
+        page.locator(".jp-Notebook .jp-Cell").nth(figures[0]).scroll_into_view_if_needed()
+        screenshot(page, f"jupyterlab/figures-{Path(name).stem}-untrusted.png")
+
+    # 解答渲染成折着的 <details>（解答只在折叠的块里：tests/book/test_edition.py）；点开第一个，它出现
+    if has_solutions(name):
+        answers = folded_answers(page)
+        assert answers and not any(a["open"] for a in answers), answers[:2]
+        summary = page.locator(".jp-RenderedMarkdown details > summary", has_text="的解答").first
+        summary.scroll_into_view_if_needed()
+        if shoot:
+            screenshot(page, f"jupyterlab/solution-{Path(name).stem}-folded.png")
+        summary.click()
+        page.wait_for_timeout(300)
+        assert folded_answers(page)[0]["open"]
+        # 点开后答案看得到：innerText（只含显示出来的文字）比摘要长
+        opened = re.sub(r"\s+", "", summary.locator("xpath=..").inner_text())
+        assert len(opened) > len(re.sub(r"\s+", "", answers[0]["summary"])) + 20, opened
+        if shoot:
+            screenshot(page, f"jupyterlab/solution-{Path(name).stem}-open.png")
+
+    for index in explorers:
+        cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+        if shoot:
+            cell.scroll_into_view_if_needed()
+            screenshot(cell, f"jupyterlab/explorer-{Path(name).stem}-opened.png")
+        started = time.monotonic()
+        after = run_explorer(page, index)
+        assert any(u.startswith(f"{CDN}vega-embed@") for u in lab.cdn), lab.cdn
+        print(f"{name}：运行到画好 {time.monotonic() - started:.1f} s，{after['marks']} 个图元")
+        if shoot:
+            screenshot(cell, f"jupyterlab/explorer-{Path(name).stem}-run.png")
     assert_no_javascript_errors(lab)
 
 
@@ -490,8 +452,6 @@ def test_section_references_land_on_their_heading(open_lab):
     """点一节的引用：同一章的（#锚点）滚到本笔记本里的那个标题，别的章的（ch04_….ipynb#锚点）在
     JupyterLab 里打开那个笔记本并滚到那个标题。"""
     name = "ch05_attention.ipynb"
-    if name not in notebooks():
-        skip_or_fail(f"{FOLDER} 里没有 {name}")
     lab = open_notebook(open_lab, name, kernel=False)
     page = lab.page
     # JupyterLab 把指向别的笔记本的链接改写成服务器上的文件地址，路径和锚点移进 commandlinker 的参数

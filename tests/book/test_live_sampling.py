@@ -8,8 +8,6 @@ sampleDecode）在 node 里与 tinyformer.poetry.sampling 核对。
 - sampleDecode 的约束：force 的那一步不调用模型，ban 的词元（哪怕 logits 最大）永远抽不到；
   贪心 + ban 时写出的与 Python 的 write(greedy=True) 逐字相同、每步的候选相同：见 tests/book/test_poem_writer.py
   （网页自己的前向算 logits）。
-
-没有 node 时跳过（CI 里失败）。
 """
 
 import torch

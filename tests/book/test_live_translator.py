@@ -8,9 +8,7 @@
 - 网站：模型与脚本不超过 BUDGET，网站上的模型等于随包权重的新导出；翻译器与写诗器的模型只有自己那一章引用，
   页面上写的下载大小就是网站里模型文件的大小。
 
-前向（transformer.js）与包的核对见 tests/book/test_page_forward.py。
-
-浏览器里真的翻译，见 tests/book/test_browser.py 末尾的一节。没有 node 时跳过（CI 里失败）。
+前向（transformer.js）与包的核对见 tests/book/test_page_forward.py；浏览器里真的翻译见 tests/book/test_browser.py。
 """
 
 import hashlib
@@ -19,7 +17,11 @@ import re
 
 import matplotlib
 import pytest
+import torch
 
+from _ext.live_translator import write_grammar
+from tests.kit import tiny_transformer
+from tinyformer.decoding import beam_search, greedy_decode, length_penalty
 from tinyformer.text import (
     ATTACH_LEFT,
     SENTENCE_END,
@@ -30,14 +32,10 @@ from tinyformer.text import (
 )
 from tinyformer.translation import cli
 from tinyformer.translation.corpus import PROPER_NOUNS, corpus_tokenizer, generate_corpus
+from tinyformer.translation.export import PAGE_FILES, export_for_page
 from tinyformer.translation.pretrained import load_translator
 
 BUDGET = 1_700_000  # 字节：模型（权重、词表、语法）与网页翻译器的脚本
-
-
-@pytest.fixture(scope="module")
-def translator():
-    return load_translator(600)
 
 
 @pytest.fixture(scope="module")
@@ -173,8 +171,6 @@ def test_only_its_chapter_references_a_model_and_states_its_size(site, page):
 
 
 def test_the_sites_model_is_a_fresh_export_of_the_shipped_weights(site, translator, tmp_path):
-    from tinyformer.translation.export import PAGE_FILES, export_for_page
-
     fresh = export_for_page(translator, tmp_path)
     for name in PAGE_FILES:
         # 比较摘要而不是几 MB 的字节串：不相等时 pytest 会去算字节串的差异，几十分钟也算不完
@@ -185,7 +181,6 @@ def test_the_sites_model_is_a_fresh_export_of_the_shipped_weights(site, translat
 
 def test_browser_grammar_check_equals_in_grammar(node, translator, words, tmp_path):
     # issue 26：网页翻译器也要说出"这句话的句型不在训练语料里"，判断与 tinyformer.translation.corpus.in_grammar 相同
-    from _ext.live_translator import write_grammar
     from tinyformer.translation.corpus import OUT_OF_GRAMMAR, in_grammar
 
     write_grammar(translator, tmp_path / "grammar.json")
@@ -245,10 +240,6 @@ STEP_FROM_TABLE = (
 
 def decoding_cases():
     """(名字, 模型, 源句 (1, S), bos, eos, max_len)：随包的翻译器与真句子，以及几个未训练的极小模型。"""
-    import torch
-
-    from tests.kit import tiny_transformer
-
     translator = load_translator(600)
     vocab = translator.tgt_vocab
     for sentence in ["她明天在家写作业吗？", "学生们下周在图书馆看小说吗？", "她昨天没喝绿茶。"]:
@@ -260,10 +251,6 @@ def decoding_cases():
 
 @pytest.mark.parametrize("beam_size, alpha", [(1, 0.6), (2, 0.6), (4, 0.6), (3, 0.0), (5, 1.5)])
 def test_browser_beam_search_equals_beam_search(node, monkeypatch, beam_size, alpha):
-    import torch
-
-    from tinyformer.decoding import beam_search, greedy_decode, length_penalty
-
     for name, model, src, bos, eos, max_len in decoding_cases():
         pad = model.config.pad_id
         expected, table = recorded_logits(

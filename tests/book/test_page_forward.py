@@ -8,12 +8,9 @@
   另外数一数网页（半精度）的贪心译文有几句与原来 float32 的包相同（打印出来）：第 8 章写着全部相同。
 - 写诗器（GPT 的前向 gptLogits）：tests/book/test_poem_writer.py 在浏览器里核对贪心诗与每一步的概率。
 - 读 safetensors：没有 Float16Array 时按位把 float16 换成 float32，全部 65536 个位型与 numpy 的相同。
-
-没有 node 时跳过（CI 里失败）。
 """
 
 import numpy as np
-import pytest
 import torch
 
 from tests.kit import rounded_to_half
@@ -44,11 +41,6 @@ for (const [n, src] of data.sources.entries()) {
 }
 return out;
 """
-
-
-@pytest.fixture(scope="module")
-def translator():
-    return load_translator(600)
 
 
 def strip(ids, eos):

@@ -4,8 +4,8 @@
   ``tinyformer.poetry.sampling.write(..., greedy=True)`` 逐字相同，每步的候选字相同，概率相差 ≤ PROB_TOL；
 - 采样：网页用自己的种子（同一个种子写出同一首诗），每一步的候选与概率就是 Python 在同一个前缀上、同样的
   温度 / top-k / top-p 下 ``next_distribution`` 给出的；
-- 每个控件都能用 Tab 走到、回车写诗；各种宽度与配色下不横向溢出。按下“写诗”之前不加载模型：
-  tests/book/test_inspector.py；下载大小与只有本章引用它：tests/book/test_live_translator.py。
+- 每个控件都能用 Tab 走到、回车写诗；按下“写诗”之前（打字时也）不加载模型；各种宽度与配色下不横向溢出。
+  下载大小与只有本章引用它：tests/book/test_live_translator.py。
 
 网页的权重是半精度的：参照是把权重舍入到 float16 的包（tests.kit.rounded_to_half）。
 PROB_TOL：网页的前向（transformer.js）与 torch 的 logits 只差 float32 的求和顺序，概率相差远小于 1e-4。
@@ -16,7 +16,8 @@ import re
 import pytest
 import torch
 
-from tests.book.conftest import Visit, screenshot
+from tests.book.conftest import Visit, screenshot, wait_done
+from tests.book.test_inspector import assert_nothing_heavy
 from tests.kit import rounded_to_half
 from tinyformer.poetry.pretrained import load_model
 from tinyformer.poetry.sampling import next_distribution, write
@@ -28,25 +29,15 @@ WIDGET = ".poem-writer"
 PROB_TOL = 1e-4
 SHOW = 5  # 每步列出的候选数（poet.json 的 show）
 ACROSTIC = "春夏秋冬"
-SAMPLING = [  # (开头或藏头, 温度, top-k, top-p, 种子)
-    ({"prefix": "白日"}, 0.8, 20, 0.9, 0),
-    ({"prefix": "白日"}, 1.3, None, 0.8, 1),
-    ({"prefix": "白日"}, 0.6, 5, None, 2),
-    ({"prefix": "白日"}, 1.0, None, None, 3),
-    ({"acrostic": "风花雪月"}, 1.0, None, 0.9, 5),
+CASES = [  # (开头或藏头, (温度, top-k, top-p) 或 None（贪心）, 种子)
+    *[({"prefix": p}, None, None) for p in ["白日依山尽，", "春眠不觉晓，", "床前明月光，"]],
+    ({"acrostic": ACROSTIC}, None, None),
+    ({"prefix": "白日"}, (0.8, 20, 0.9), 0),
+    ({"prefix": "白日"}, (1.3, None, 0.8), 1),
+    ({"prefix": "白日"}, (0.6, 5, None), 2),
+    ({"prefix": "白日"}, (1.0, None, None), 3),
+    ({"acrostic": "风花雪月"}, (1.0, None, 0.9), 5),
 ]
-
-
-def write_on_page(page):
-    """按下“写诗”，等它写完。"""
-    page.click(f"{WIDGET} .pw-run")
-    page.wait_for_function(
-        f"() => ['done', 'error'].includes(document.querySelector('{WIDGET}').dataset.state)",
-        timeout=120_000,
-    )
-    assert page.locator(WIDGET).get_attribute("data-state") == "done", page.inner_text(
-        f"{WIDGET} .pw-status"
-    )
 
 
 @pytest.fixture(scope="module")
@@ -97,46 +88,37 @@ def check_steps(web, model, vocab, prefix, acrostic, settings):
     return worst
 
 
-@pytest.mark.parametrize(
-    "start",
-    [{"prefix": p} for p in ["白日依山尽，", "春眠不觉晓，", "床前明月光，"]]
-    + [{"acrostic": ACROSTIC}],
-)
-def test_greedy_poems_equal_pythons(shared_page, shipped, start):
+@pytest.mark.parametrize("start, settings, seed", CASES)
+def test_steps_follow_pythons_distribution(shared_page, shipped, start, settings, seed):
+    """贪心的诗与 Python 的 write 逐字相同；采样的同一个种子写出同一首诗。"""
     model, vocab = shipped
-    web = shared_page.evaluate("(o) => window.tinyformerPoem(o)", {**start, "greedy": True})
-    poem = write(model, vocab, greedy=True, **start)
-    prefix = start.get("prefix", "")
-    assert web["text"] == poem.text
-    assert [s["char"] for s in web["steps"]] == list(poem.text[len(prefix) :])
-    for step, choices in zip(web["steps"], poem.choices, strict=True):
-        assert [ch for ch, _ in step["topk"]] == [ch for ch, _ in choices]
-    if "acrostic" in start:
-        clauses = [c for c in re.split("[，。]", web["text"]) if c]
-        assert [c[0] for c in clauses] == list(ACROSTIC)
-    else:
-        assert all(len(s["topk"]) == SHOW for s in web["steps"])
-    check_steps(web, model, vocab, prefix, start.get("acrostic"), None)
-
-
-@pytest.mark.parametrize("start, temperature, top_k, top_p, seed", SAMPLING)
-def test_sampled_steps_follow_next_distribution(
-    shared_page, shipped, start, temperature, top_k, top_p, seed
-):
-    model, vocab = shipped
-    options = {**start, "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
-    web = shared_page.evaluate("(o) => window.tinyformerPoem(o)", options)
-    again = shared_page.evaluate("(o) => window.tinyformerPoem(o)", options)
-    assert again["text"] == web["text"]  # 同一个种子，同一首诗
     prefix, acrostic = start.get("prefix", ""), start.get("acrostic")
-    assert web["text"].startswith(prefix) and len(web["text"]) > len(prefix)
+    if settings is None:
+        options = {**start, "greedy": True}
+    else:
+        temperature, top_k, top_p = settings
+        options = {**start, "temperature": temperature, "top_k": top_k, "top_p": top_p}
+        options["seed"] = seed
+    web = shared_page.evaluate("(o) => window.tinyformerPoem(o)", options)
     if acrostic:
         clauses = [c for c in re.split("[，。]", web["text"]) if c]
         assert [c[0] for c in clauses] == list(acrostic)
         assert web["text"][-1] in "，。"
-    check_steps(web, model, vocab, prefix, acrostic, (temperature, top_k, top_p))
-    if top_k is not None:
-        assert all(s["support"] <= top_k for s in web["steps"])
+    if settings is None:
+        poem = write(model, vocab, greedy=True, **start)
+        assert web["text"] == poem.text
+        assert [s["char"] for s in web["steps"]] == list(poem.text[len(prefix) :])
+        for step, choices in zip(web["steps"], poem.choices, strict=True):
+            assert [ch for ch, _ in step["topk"]] == [ch for ch, _ in choices]
+        if not acrostic:
+            assert all(len(s["topk"]) == SHOW for s in web["steps"])
+    else:
+        again = shared_page.evaluate("(o) => window.tinyformerPoem(o)", options)
+        assert again["text"] == web["text"]  # 同一个种子，同一首诗
+        assert web["text"].startswith(prefix) and len(web["text"]) > len(prefix)
+        if top_k is not None:
+            assert all(s["support"] <= top_k for s in web["steps"])
+    check_steps(web, model, vocab, prefix, acrostic, settings)
 
 
 def test_unknown_characters_are_named(shared_page):
@@ -146,10 +128,14 @@ def test_unknown_characters_are_named(shared_page):
     assert message.startswith("这些字不在模型的字表里：Hel")
 
 
-def test_the_page_writes_pythons_greedy_poem_with_the_keyboard(open_page, shipped):
+@pytest.mark.parametrize(
+    "width, scheme", [(1366, "light"), (1366, "dark"), (390, "light"), (390, "dark")]
+)
+def test_the_keyboard_writes_pythons_poems_and_they_fit(open_page, site, shipped, width, scheme):
     model, vocab = shipped
-    visit = open_page(f"{PAGE}.html")
+    visit = open_page(f"{PAGE}.html", viewport={"width": width, "height": 900}, color_scheme=scheme)
     page = visit.page
+    page.wait_for_load_state("networkidle")
     page.focus(f"{WIDGET} .pw-mode-prefix")
     order = []
     for _ in range(8):
@@ -165,36 +151,25 @@ def test_the_page_writes_pythons_greedy_poem_with_the_keyboard(open_page, shippe
         "pw-greedy",
         "pw-run",
     ]
+    page.focus(f"{WIDGET} .pw-input")
+    page.keyboard.type("x")  # 打字不加载模型
+    page.fill(f"{WIDGET} .pw-input", "白日依山尽，")
     page.focus(f"{WIDGET} .pw-greedy")
     page.keyboard.press("Space")  # 勾上“贪心”
+    page.wait_for_timeout(500)
+    assert_nothing_heavy(visit, site)
     page.focus(f"{WIDGET} .pw-run")
     page.keyboard.press("Enter")
-    page.wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.state === 'done'")
+    wait_done(page, WIDGET, f"{WIDGET} .pw-status")
     expected = write(model, vocab, "白日依山尽，", greedy=True)
     assert page.inner_text(f"{WIDGET} .pw-poem") == expected.text
     assert page.locator(f"{WIDGET} .pw-poem").get_attribute("aria-live") == "polite"
     assert page.locator(f"{WIDGET} .pw-step").count() == len(expected.choices)
     # 写的时候文本框可以聚焦
     assert page.locator(f"{WIDGET} .pw-input").is_enabled()
-    # 藏头：选上，文本框换成四个字，写出来每句的头就是它们
-    page.check(f"{WIDGET} .pw-mode-acrostic")
-    assert page.input_value(f"{WIDGET} .pw-input") == ACROSTIC
-    write_on_page(page)
-    assert (
-        page.inner_text(f"{WIDGET} .pw-poem")
-        == write(model, vocab, acrostic=ACROSTIC, greedy=True).text
-    )
-    assert visit.errors == []
-
-
-@pytest.mark.parametrize(
-    "width, scheme", [(1366, "light"), (1366, "dark"), (390, "light"), (390, "dark")]
-)
-def test_fits_the_width_and_screenshots(open_page, width, scheme):
-    visit = open_page(f"{PAGE}.html", viewport={"width": width, "height": 900}, color_scheme=scheme)
-    page = visit.page
-    page.check(f"{WIDGET} .pw-greedy")
-    write_on_page(page)
+    page.wait_for_load_state("networkidle")
+    needed = {"poet.safetensors", "poet.json", "live_translator.js", "transformer.js"}
+    assert needed <= {f.name for f in visit.loaded(site)}
     widths = page.evaluate(
         f"""() => {{ const w = document.querySelector('{WIDGET}');
           const inside = [...w.querySelectorAll('*')].map((e) => e.getBoundingClientRect().right);
@@ -206,4 +181,11 @@ def test_fits_the_width_and_screenshots(open_page, width, scheme):
     assert widths["inside"] <= widths["box"] + 1, widths
     assert widths["scroll"] <= widths["client"], widths
     screenshot(page.locator(WIDGET), f"poem_writer_{width}_{scheme}.png")
-    assert visit.errors == []
+    # 藏头：选上，文本框换成四个字，写出来每句的头就是它们
+    page.check(f"{WIDGET} .pw-mode-acrostic")
+    assert page.input_value(f"{WIDGET} .pw-input") == ACROSTIC
+    page.click(f"{WIDGET} .pw-run")
+    wait_done(page, WIDGET, f"{WIDGET} .pw-status")
+    acrostic = write(model, vocab, acrostic=ACROSTIC, greedy=True).text
+    assert page.inner_text(f"{WIDGET} .pw-poem") == acrostic
+    visit.assert_clean()
