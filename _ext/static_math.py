@@ -14,7 +14,7 @@
 
 只处理 html 构建器：全书 PDF 的单页 HTML（singlehtml）照旧由浏览器里的 MathJax 排版，tools/book_pdf.py 等它排完。
 公式里有错误（未定义的命令等）时构建失败，指出页面与公式。增量构建时没重写的页面已经排好，跳过。
-tests/book/test_browser.py 与 test_phone.py 检查页面上没有未排版的 TeX、没有 MathJax 脚本。
+tests/book/test_browser.py 检查页面上没有未排版的 TeX，test_phone.py 检查没有 MathJax 脚本。
 """
 
 from __future__ import annotations
