@@ -1334,6 +1334,8 @@ def cli_cases():
 def pinned_problem(case: Case, t: Path, result=None, error=None) -> str | None:
     """What differs from the ending ``case`` pins; None when it ended exactly so (a pytest per case)."""
     if isinstance(case.error, int):  # the command line: (exit code, stdout, stderr)
+        if error is not None:
+            return f"the command line raised {type(error).__name__}: {str(error)[:300]}"
         code, out, err = result
         err = "".join(
             line for line in err.splitlines(True) if not line.startswith("提示：没有给 --model")
