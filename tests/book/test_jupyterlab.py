@@ -364,6 +364,12 @@ def folded_answers(page) -> list[dict]:
 OPENED = [n for n in notebooks() if figure_cells(n) or has_solutions(n) or explorer_cells(n)]
 
 
+def test_the_checks_below_have_something_to_check():
+    """下面的测试只查一本笔记本里有的东西：整个笔记本版里图、解答、探索器三样都得有。"""
+    for kind in (figure_cells, has_solutions, explorer_cells):
+        assert any(kind(name) for name in notebooks()), f"{FOLDER} 里没有 {kind.__name__}"
+
+
 @pytest.mark.parametrize("name", OPENED or ["（没有笔记本）"])
 def test_figures_answers_and_explorers_on_opening_untrusted(open_lab, name):
     figures, explorers = figure_cells(name), explorer_cells(name)
