@@ -12,41 +12,21 @@
 （Vega-Lite 图的数据）会差最后一位。这里只改源码，所以保存的输出逐字节不变。
 
 格式化器折不了的（超宽的注释和字符串）由 ``ruff check`` 的 E501 报出来，手改：长注释写在上一行、
-折成几行，长字符串切成相邻的几段。``tests/book/test_notebook_width.py`` 用这里的 :func:`display_width`
-核对代码与保存的输出。
+折成几行，长字符串切成相邻的几段。写回是原子的（``tools/records.py``）：中途打断时笔记本原封不动。
 """
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
-import unicodedata
 from pathlib import Path
 
 import nbformat
 
+from tools.records import write_text
+
 ROOT = Path(__file__).resolve().parents[1]
-RUFF_CONFIG = ROOT / "chapters" / "ruff.toml"
 RUFF = Path(sys.executable).parent / "ruff"
-
-
-def line_length() -> int:
-    match = re.search(r"^line-length\s*=\s*(\d+)", RUFF_CONFIG.read_text("utf-8"), re.M)
-    return int(match.group(1))
-
-
-def display_width(text: str) -> int:
-    """等宽字体里一行占几列：东亚宽字符（汉字、全角标点）算两列，组合附加符号算零列，其余一列。
-
-    与 ruff 量行宽的办法（Unicode 显示宽度）一致，例如 ``display_width("注意力 x") == 8``。
-    """
-    width = 0
-    for char in text:
-        if unicodedata.combining(char):
-            continue
-        width += 2 if unicodedata.east_asian_width(char) in "WF" else 1
-    return width
 
 
 def ruff(notebook_text: str, path: Path, *args: str) -> str:
@@ -83,7 +63,7 @@ def format_notebook(path: Path) -> bool:
     format_sources(nb, path.relative_to(ROOT))
     new = nbformat.writes(nb) + "\n"
     if new != old:
-        path.write_text(new, encoding="utf-8")
+        write_text(path, new)
     return new != old
 
 
