@@ -276,6 +276,7 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, x: Tensor, start: int = 0) -> Tensor:
         T, D = x.shape[-2:]
+        check_int("start", start, minimum=0)  # 负的下标从表尾数起：会悄悄切出空表
         check_fits(f"T + start = {T} + {start}", T + start, self.max_len)
         cos = self.cos[start : start + T].to(x.dtype)  # (T, D/2)，对 (..., T, D/2) 广播
         sin = self.sin[start : start + T].to(x.dtype)

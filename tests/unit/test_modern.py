@@ -169,6 +169,12 @@ def test_rope_equals_complex_multiplication(layout, start, head_dim):
     torch.testing.assert_close(rope(x, start), _reference_rope(x, start, layout))
 
 
+def test_rope_refuses_a_negative_start():
+    # 负的下标会从表尾切片：以前 start=-1 悄悄返回一个空张量
+    with pytest.raises(ValueError, match=r"^start must be >= 0, got start=-1$"):
+        RotaryEmbedding(8, max_len=16)(torch.zeros(1, 2, 3, 8), start=-1)
+
+
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
 def test_rope_score_depends_only_on_the_distance(layout):
     generator = torch.Generator().manual_seed(0)

@@ -92,6 +92,8 @@ W = torch.nn.Parameter(torch.zeros(2))
         ([{"params": [W], "lr": float("inf")}], ValueError, "lr"),  # 组里的超参数也检查
         # torch.optim 也拒绝：同一个参数出现两次，每一步会被更新两次
         ([{"params": [W]}, {"params": [W], "weight_decay": 0.0}], ValueError, "appears twice"),
+        # 非叶子张量的 .grad 永远是 None：它永远不会被更新（torch.optim 同一句话拒绝）
+        ([W * 2], ValueError, "^can't optimize a non-leaf Tensor$"),
     ],
 )
 def test_bad_params_and_groups_are_refused(params, error, message):
