@@ -3,6 +3,9 @@
 import dataclasses
 import json
 import pathlib
+import struct
+import warnings
+import zipfile
 
 import pytest
 import torch
@@ -239,3 +242,109 @@ def test_a_model_with_few_positions_translates_with_the_default_max_len(tmp_path
         cli.translate_main(["--model", str(tmp_path / "small.safetensors"), "我明天去北京。"]) == 0
     )
     assert capsys.readouterr().out.count("\n") == 1
+
+
+# ---------------------------------------------------------------- convert 先核对旧文件（issue 52 第 3 项）
+def old_checkpoint(path, state_dict=None, **config_changes):
+    """像第一版那样用 torch.save 写一个旧检查点（zip 里的成员名以 ``path`` 的主干开头）。"""
+    translator = tiny_translator()
+    torch.save(
+        {
+            "format": "tinyformer-translator-1",
+            "config": dataclasses.asdict(translator.model.config) | config_changes,
+            "src_itos": list(SRC_VOCAB.itos),
+            "tgt_itos": list(TGT_VOCAB.itos),
+            "state_dict": translator.model.state_dict() if state_dict is None else state_dict,
+            "metrics": {},
+        },
+        path,
+    )
+    return path
+
+
+def member_data_offset(data: bytes, info: zipfile.ZipInfo) -> int:
+    """zip 成员的数据从第几个字节开始：本地文件头 30 字节，再加上名字与扩展字段（以本地头里的长度为准）。"""
+    name_length, extra_length = struct.unpack("<HH", data[info.header_offset + 26 :][:4])
+    return info.header_offset + 30 + name_length + extra_length
+
+
+def converted(source, tmp_path):
+    """convert 的 WeightsError (reason, message)；没有写出新文件。"""
+    target = tmp_path / "new.safetensors"
+    with pytest.raises(WeightsError) as caught:
+        convert_checkpoint(source, target)
+    assert not target.exists()
+    return caught.value.reason, caught.value.message
+
+
+def test_convert_refuses_a_zip_member_whose_crc_does_not_match(tmp_path):
+    path = old_checkpoint(tmp_path / "old.pt")
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("old/data/3")
+    data[member_data_offset(data, info) + 5] ^= 0x40  # 一个权重里的一个字节
+    path.write_bytes(data)
+    assert torch.load(path, weights_only=True)  # torch.load 自己不查 CRC：悄悄读进另一个权重
+    assert converted(path, tmp_path) == (
+        "damaged",
+        "CRC mismatch in member 'old/data/3' of its zip archive: "
+        "the file was damaged after torch.save wrote it",
+    )
+
+
+def test_convert_refuses_two_zip_members_with_one_name(tmp_path):
+    path = old_checkpoint(tmp_path / "old.pt")
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "a") as archive:
+        warnings.simplefilter("ignore")  # zipfile 警告 Duplicate name，但照样写进去
+        archive.writestr("old/data/3", bytes(len(archive.read("old/data/3"))))
+    assert converted(path, tmp_path) == (
+        "damaged",
+        "its zip archive holds 2 members named 'old/data/3' (torch.load would read one of them "
+        "silently)",
+    )
+
+
+def test_convert_refuses_tied_matrices_that_differ(tmp_path):
+    # 旧的 state_dict 里输出层与目标词嵌入是同一个矩阵的两个名字；两份不同时 load_state_dict 悄悄留下一份
+    state = {name: tensor.clone() for name, tensor in tiny_translator().model.state_dict().items()}
+    state["output.weight"][0, 0] += 1.0
+    path = old_checkpoint(tmp_path / "old.pt", state)
+    assert converted(path, tmp_path) == (
+        "damaged",
+        "holds different values for 'tgt_embed.embedding.weight' and 'output.weight', which the "
+        "model ties (one shared tensor): refusing to keep one of them silently",
+    )
+
+
+def test_convert_checks_the_old_config_against_the_old_tensors(tmp_path):
+    path = old_checkpoint(tmp_path / "old.pt", max_len=2**22)
+    reason, message = converted(path, tmp_path)
+    assert reason == "metadata" and message.startswith(
+        "its config makes the model compute 256.0 MiB of buffers that the file does not hold "
+        "('positional.pe' has shape (4194304, 16)); at most 64.0 MiB is allowed"
+    )
+    state = tiny_translator().model.state_dict()
+    state["src_embed.embedding.weight"] = state["src_embed.embedding.weight"].double()
+    path = old_checkpoint(tmp_path / "old.pt", state)
+    assert converted(path, tmp_path) == (
+        "mismatch",
+        "does not match the model: 'src_embed.embedding.weight' has dtype torch.float64 in the "
+        "file, torch.float32 in the model",
+    )
+
+
+# ---------------------------------------------------------------- 半精度的模型存不进检查点（issue 52 第 4 项）
+def test_a_half_precision_translator_is_refused_when_saving(tmp_path):
+    translator = tiny_translator()
+    translator.model.half()
+    with pytest.raises(TypeError) as caught:
+        save_checkpoint(translator, tmp_path / "m.safetensors")
+    assert str(caught.value) == (
+        "translator.model must hold float32 weights to be saved as a checkpoint (the loader "
+        "builds a float32 model), got 'src_embed.embedding.weight' with dtype=torch.float16; "
+        "call translator.model.float() first"
+    )
+    assert not (tmp_path / "m.safetensors").exists()
+    translator.model.float()  # 照消息做：存得下，也读得回
+    save_checkpoint(translator, tmp_path / "m.safetensors")
+    assert load_checkpoint(tmp_path / "m.safetensors").model.config == translator.model.config

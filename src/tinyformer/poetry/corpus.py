@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from importlib.resources import files
 from itertools import pairwise
 
+from .._checks import shorten
+
 __all__ = [
     "BOS",
     "EOS",
@@ -70,6 +72,35 @@ class Vocab:
         self.itos = list(itos)
         self.stoi = {s: i for i, s in enumerate(self.itos)}
         self.pad_id, self.unk_id, self.bos_id, self.eos_id = range(4)
+
+    @classmethod
+    def from_itos(cls, itos: Sequence[str]) -> Vocab:
+        """由检查点里的字表（编号 → 字）重建；四个特殊词元之后须是互不相同的单个字符。
+
+        写诗的检查点是逐字的模型（:meth:`encode` 一个字符一个字符地查表）。文件里的字表可能被改过：
+        重复的字让 ``stoi`` 悄悄只记后一个编号，多字符的"字"、数字永远编不到，都在这里拒绝。
+        （``Vocab(...)`` 本身也装 jieba 的词、BPE 的字节串，所以这条规则只在读检查点时用。）
+
+        例子::
+
+            >>> Vocab.from_itos(["<pad>", "<unk>", "<bos>", "<eos>", "春", "花"]).stoi["花"]
+            5
+            >>> Vocab.from_itos(["<pad>", "<unk>", "<bos>", "<eos>", "春", "花", "春"])
+            Traceback (most recent call last):
+            ...
+            ValueError: itos entries after the 4 specials must be distinct one-character strings, got itos[6]='春', a duplicate of itos[4]
+        """
+        vocab = cls(itos)  # 先查开头的四个特殊词元
+        rule = "itos entries after the 4 specials must be distinct one-character strings"
+        first: dict[str, int] = {}
+        for i, ch in enumerate(vocab.itos[len(SPECIALS) :], start=len(SPECIALS)):
+            if not isinstance(ch, str) or len(ch) != 1:
+                what = f"{len(ch)} characters" if isinstance(ch, str) else type(ch).__name__
+                raise ValueError(f"{rule}, got itos[{i}]={shorten(ch)} ({what})")
+            if ch in first:
+                raise ValueError(f"{rule}, got itos[{i}]={ch!r}, a duplicate of itos[{first[ch]}]")
+            first[ch] = i
+        return vocab
 
     @classmethod
     def build(cls, poems: Sequence[str], min_count: int = MIN_COUNT) -> Vocab:
