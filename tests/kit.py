@@ -10,6 +10,7 @@ import contextlib
 import io
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,25 @@ def tiny_translator(seed: int = 0):
     return new_translator(
         TINY_SRC_VOCAB, TINY_TGT_VOCAB, seed=seed, d_model=16, num_heads=4, num_layers=1, d_ff=32
     )
+
+
+@contextlib.contextmanager
+def deadline(seconds: int):
+    """``with deadline(5): ...``：还在运行就抛出 ``TimeoutError``——测“不会卡住”的测试失败而不是卡住。
+
+    用 SIGALRM，所以也能打断卡在系统调用里的主线程（例如打开一个没有写端的命名管道）。
+    """
+
+    def fail(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s: it hangs")
+
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def captured(call):

@@ -79,7 +79,9 @@ class AdamW:
                     raise TypeError(
                         f"AdamW optimizes tensors, got a {type(p).__name__} among params"
                     )
-                if not p.is_leaf:  # 与 torch.optim 同一句话：非叶子张量的 .grad 永远是 None，永不更新
+                if (
+                    not p.is_leaf
+                ):  # 与 torch.optim 同一句话：非叶子张量的 .grad 永远是 None，永不更新
                     raise ValueError("can't optimize a non-leaf Tensor")
                 if id(p) in seen:
                     raise ValueError(

@@ -6,13 +6,14 @@ import hashlib
 import json
 import math
 import os
+import re
 from importlib.resources import files
 
 import pytest
 import torch
 import torch.multiprocessing as mp
 
-from tests.kit import TINY_POEMS, captured, tiny_poet
+from tests.kit import TINY_POEMS, captured, deadline, tiny_poet
 from tinyformer.poetry import cli, corpus, evaluation, pretrained, sampling, training
 from tinyformer.poetry.checkpoint import load_checkpoint, save_checkpoint
 from tinyformer.poetry.corpus import Vocab
@@ -158,6 +159,17 @@ def test_top_k_and_top_p_keep_exactly_the_allowed_set():
         sampling.next_distribution(logits, top_p=0)
 
 
+@pytest.mark.parametrize("temperature", [1e-300, 1e300])
+def test_a_temperature_that_would_make_nan_is_refused(temperature):
+    logits = torch.tensor([3.0, 1.0, float("-inf")])  # 被禁的字是 -inf，与 write 里的一样
+    assert torch.softmax(logits / temperature, dim=-1).isnan().any()  # 不查时的结局
+    message = (
+        r"^temperature must be in \[0\.001, 1000\.0\] \(beyond it float32 logits / temperature"
+    )
+    with pytest.raises(ValueError, match=message):
+        sampling.next_distribution(logits, temperature)
+
+
 def test_greedy_with_the_cache_equals_greedy_without():
     model, vocab = tiny_poet(seed=1)
     cached = sampling.write(model, vocab, prefix="春风", greedy=True)
@@ -180,6 +192,40 @@ def test_acrostic_forces_its_characters_at_the_start_of_each_clause():
         assert poem.choices[0] == [("秋", 1.0)]
     with pytest.raises(ValueError, match=r"characters not in the vocabulary: 'X'"):
         sampling.write(model, vocab, acrostic="秋月花X")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"acrostic": ""}, ValueError, r"acrostic must have at least one character, got acrostic=''"),
+        ({"acrostic": "，，，，"}, ValueError,
+         r"acrostic must be characters that begin a clause, not punctuation: '，' in acrostic='，，，，'"),
+        ({"acrostic": "春花" * 10}, ValueError,
+         r"acrostic is too long for the model's context: 20 clauses of up to 7 characters and a mark "
+         r"need 162 positions, max_len=40 \(at most 4 characters\)"),
+        ({"acrostic": list("春花秋月")}, TypeError, r"acrostic must be a str or None, got list"),
+        ({"prefix": "春" * 39}, ValueError,
+         r"prefix is too long for the model's context: 39 characters, at most max_len - 2 = 38"),
+    ],
+    ids=["empty", "punctuation", "longer-than-context", "a-list", "prefix-longer-than-context"],
+)  # fmt: skip
+def test_write_refuses_an_acrostic_or_prefix_it_cannot_honour(kwargs, error, message):
+    model, vocab = tiny_poet(max_len=40)
+    with pytest.raises(error, match=f"^{message}$"):
+        sampling.write(model, vocab, **kwargs)
+
+
+def test_an_acrostic_is_never_cut_by_the_context():
+    # 未训练的模型常写出很长的句子：位置数不够时这一句提前结束，每个藏头字都有自己的一句，最后一句有标点
+    model, vocab = tiny_poet(seed=3, max_len=34)  # 34 = <bos> + 4 句 × 8 + <eos>：刚好允许 4 个字
+    cut = 0
+    for seed in range(20):
+        generator = torch.Generator().manual_seed(seed)
+        poem = sampling.write(model, vocab, acrostic="春花秋月", generator=generator)
+        assert [c[0] for c in evaluation.clauses(poem.text)] == list("春花秋月"), poem.text
+        assert poem.text[-1] in "，。", poem.text
+        cut += len(poem.text) + 1 == model.config.max_len  # 用满了位置数：约束起了作用
+    assert cut > 0  # 这些样本里确有要提前结束句子的
 
 
 def test_sampling_is_reproducible_with_a_generator_and_never_writes_specials():
@@ -276,7 +322,75 @@ def test_cli_generates_one_poem_per_line(tiny_checkpoint):
     assert all(line[0] == "春" for line in out.splitlines())
 
 
-# 坏参数与坏权重文件：一行中文、退出码 2 或 3，钉在 tools/fuzz_edges.py 的表里（POETRY_CLI）
+# 坏参数与坏权重文件：一行中文、退出码 2 或 3，钉在 tools/fuzz_edges.py 的表里（POETRY_CLI）；
+# 下面是训练的参数：都在第一步之前查出（train 被换成一个一调用就失败的函数）
+TRAIN = ["train", "--steps", "1", "--out"]
+BAD_TRAIN = [
+    ("out-under-a-file", [*TRAIN, "{t}/file.txt/m.safetensors"],
+     r"--out '{t}/file.txt/m.safetensors' 写不进去：'{t}/file.txt' 不是文件夹"),
+    ("out-a-folder", [*TRAIN, "{t}"], r"--out '{t}' 不是普通文件的路径（是文件夹或设备）"),
+    ("batch-larger-than-the-corpus", [*TRAIN, "{t}/m.safetensors", "--batch-size", "40000"],
+     r"--batch-size 40000 大于训练集的诗数 \d+"),
+    ("d-model-6", [*TRAIN, "{t}/m.safetensors", "--d-model", "6"],
+     r"--d-model 须是头数 4 的倍数（每个头 d_model/4 维），得到 6"),
+    ("lr-huge", [*TRAIN, "{t}/m.safetensors", "--lr", "1e30"],
+     r"参数 --lr: 须是 \(0, 1\] 之内的数，得到 '1e30'"),
+    ("model-too-large", [*TRAIN, "{t}/m.safetensors", "--d-model", "65536"],
+     r"模型太大：GPT with .* would need about .* of memory, more than this machine has .*；减小 --d-model 或 --layers"),
+    ("threads-huge", [*TRAIN, "{t}/m.safetensors", "--threads", "1000000000"],
+     r"参数 --threads: 须是不大于 1024 的正整数，得到 '1000000000'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv, message", [c[1:] for c in BAD_TRAIN], ids=[c[0] for c in BAD_TRAIN])
+def test_train_refuses_bad_arguments_before_its_first_step(argv, message, tmp_path, monkeypatch):
+    (tmp_path / "file.txt").write_text("x")
+    monkeypatch.setattr(cli, "train", lambda *a, **k: pytest.fail("trained"))
+    argv = [a.replace("{t}", str(tmp_path)) for a in argv]
+    code, out, err = captured(lambda: cli.run(argv))
+    assert (code, out) == (cli.EXIT_USAGE, "") and err.count("\n") == 1, err
+    message = message.replace("{t}", str(tmp_path))
+    assert re.fullmatch(f"错误：{message}（用 --help 查看用法）\n", err), err
+
+
+def test_train_makes_the_out_folder_and_an_interrupted_run_writes_nothing(tmp_path, monkeypatch):
+    out = tmp_path / "runs" / "poetry.safetensors"  # 文档里的命令：runs/ 还不存在
+    for error, code, line in (
+        (KeyboardInterrupt(), 130, "错误：被中断（Ctrl-C）；没有写出新文件，原有的文件保持不变\n"),
+        (FloatingPointError("the loss is nan at step 2 (training diverged)"), 2,
+         "错误：训练发散，没有保存权重：the loss is nan at step 2 (training diverged)；"
+         "试试更小的 --lr（现在是 0.003）\n"),
+    ):  # fmt: skip
+
+        def fail(*args, error=error, **kwargs):
+            assert out.parent.is_dir()  # 文件夹在训练之前就建好了
+            raise error
+
+        monkeypatch.setattr(cli, "train", fail)
+        code_, stdout, err = captured(lambda: cli.run(["train", "--steps", "1", "--out", str(out)]))
+        assert (code_, stdout, err) == (code, "", line)
+        assert list(out.parent.iterdir()) == []
+
+
+def test_batches_larger_than_the_corpus_are_refused_at_once():
+    model, vocab = tiny_poet()
+    message = r"^batch_size must be at most the number of poems, got batch_size=4 for 3 poems$"
+    with deadline(10), pytest.raises(ValueError, match=message):  # 以前：while True 空转
+        training.train(model, vocab, TINY_POEMS + TINY_POEMS[:1], TINY_POEMS, steps=1, batch_size=4)
+    with pytest.raises(ValueError, match=message):  # 调用时就查，不等第一个 next()
+        training.batches(["春", "花", "月"], 4, torch.Generator())
+
+
+def test_training_that_diverges_stops_instead_of_saving_nan():
+    model, vocab = tiny_poet()
+    with pytest.raises(
+        FloatingPointError, match=r"^the loss is nan at step 2 \(training diverged\)$"
+    ):
+        training.train(
+            model, vocab, TINY_POEMS * 4, TINY_POEMS, steps=5, batch_size=2, lr=1e30, warmup=1
+        )
+
+
 def test_cli_names_a_torchrun_process_without_its_own_gpu(monkeypatch):
     """一块 GPU 上 ``torchrun --nproc_per_node=2 ... --device cuda``：第二个进程没有卡（CUDA 会说 invalid device ordinal）。"""
     monkeypatch.setenv("LOCAL_RANK", "1")

@@ -7,8 +7,11 @@
 装好本包后 ``tinyformer-poetry`` 是同一个程序。``train`` 与 ``evaluate`` 最后在 stdout 打印 **一行 JSON**；
 ``generate`` 一行一首诗。多进程训练：``torchrun --standalone --nproc_per_node=2 -m tinyformer.poetry train ...``。
 
-出错时只在 stderr 打印一行 ``错误：…``：用法错误（参数不对、前句或藏头的字不对）退出码 2，
-权重文件用不了（不存在、损坏、pickle 文件……，见 :class:`~tinyformer.weights.WeightsError`）退出码 3。
+出错时只在 stderr 打印一行 ``错误：…``，从不打印 traceback（与中译英的命令行同一套，:mod:`tinyformer._cli`）：
+用法错误（参数不对、前句或藏头的字不对、``--out`` 写不进去、模型太大、训练发散）退出码 2，
+权重文件用不了（不存在、损坏、pickle 文件……，见 :class:`~tinyformer.weights.WeightsError`）退出码 3，
+读写出错 5，Ctrl-C 130，SIGTERM 143。参数和输出路径都在训练开始之前检查完：训练几分钟后才发现
+写不进去，结果就丢了。
 """
 
 from __future__ import annotations
@@ -23,23 +26,21 @@ from collections.abc import Sequence
 
 import torch
 
-from ..weights import WeightsError
+from .. import _cli
+from .._checks import machine_memory
+from .._cli import EXIT_USAGE, usage_error, writable_file
 from .checkpoint import load_checkpoint, save_checkpoint
 from .corpus import Vocab, bigram_bits_per_char, load_split, unigram_bits_per_char
 from .evaluation import format_valid, lines_copied, rhyme_rate
 from .pretrained import weights_path
-from .sampling import CLAUSE_ENDS, write
+from .sampling import CLAUSE_ENDS, TEMPERATURES, write
 from .training import evaluate, make_model, setup_distributed, train
 
-EXIT_USAGE, EXIT_BAD_MODEL = 2, 3
 # generate 与 evaluate 的默认采样设置（evaluate 的 format_valid 就是在这些设置下量的）。随包的权重在 τ = 0.8
 # 时 100 首里形状合格的是 95 %（种子 0）和 99 %（种子 1），τ = 0.7 时 100 %：默认取 0.7，留出余量
 TEMPERATURE, TOP_K, TOP_P = 0.7, None, 0.9
 SAMPLES = 100  # evaluate 默认写多少首
-
-
-class UsageError(Exception):
-    """用法错误：消息是给读者的一行中文。"""
+HEADS = 4  # train 的模型的头数（make_model 的默认）
 
 
 # argparse 自己的几句英文换成中文（其余的原样保留）
@@ -57,7 +58,7 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse 的错误也只写一行
         for english, chinese in ARGPARSE_ZH.items():
             message = message.replace(english, chinese)
-        raise UsageError(f"{message}（用 --help 看用法）")
+        usage_error(message)
 
 
 def _number(convert, valid, rule: str):
@@ -75,8 +76,16 @@ def _number(convert, valid, rule: str):
     return parse
 
 
-_positive_float = _number(float, lambda v: math.isfinite(v) and v > 0, "有限的正数")
+_temperature = _number(
+    float,
+    lambda v: TEMPERATURES[0] <= v <= TEMPERATURES[1],
+    f" [{TEMPERATURES[0]}, {TEMPERATURES[1]:g}] 之内的数",
+)
 _positive_int = _number(int, lambda v: v > 0, "正整数")
+# AdamW 的学习率大于 1 没有意义（每步把每个参数挪动约 lr）；再大的数只会让训练第一步就发散
+_lr = _number(float, lambda v: math.isfinite(v) and 0 < v <= 1, " (0, 1] 之内的数")
+_threads = _number(int, lambda v: 0 < v <= 1024, "不大于 1024 的正整数")  # 挡住 10**9 这样的笔误
+_layers = _number(int, lambda v: 0 < v <= 1024, "不大于 1024 的正整数")
 _top_p = _number(float, lambda v: 0 < v <= 1, " (0, 1] 之内的数")
 _seed = _number(int, lambda v: 0 <= v < 2**32, " [0, 2**32) 之内的整数")
 
@@ -92,14 +101,14 @@ def build_parser() -> Parser:
     t.add_argument("--out", required=True, help="权重文件（safetensors）")
     t.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     t.add_argument("--batch-size", type=_positive_int, default=64, help="全局批的诗数（默认 64）")
-    t.add_argument("--lr", type=_positive_float, default=3e-3, help="峰值学习率（默认 3e-3）")
-    t.add_argument("--d-model", type=_positive_int, default=128)
-    t.add_argument("--layers", type=_positive_int, default=4)
-    t.add_argument("--threads", type=_positive_int, default=None, help="torch 的线程数")
+    t.add_argument("--lr", type=_lr, default=3e-3, help="峰值学习率（默认 3e-3）")
+    t.add_argument("--d-model", type=_positive_int, default=128, help=f"须是头数 {HEADS} 的倍数")
+    t.add_argument("--layers", type=_layers, default=4)
+    t.add_argument("--threads", type=_threads, default=None, help="torch 的线程数")
     for name, help_text in (("generate", "写诗，一行一首"), ("evaluate", "评估，打印一行 JSON")):
         g = commands.add_parser(name, help=help_text)
         g.add_argument("--model", default=None, help="权重文件（默认随包发布的）")
-        g.add_argument("--temperature", type=_positive_float, default=TEMPERATURE)
+        g.add_argument("--temperature", type=_temperature, default=TEMPERATURE)
         g.add_argument("--top-k", type=_positive_int, default=TOP_K)
         g.add_argument("--top-p", type=_top_p, default=TOP_P)
         g.add_argument("--seed", type=_seed, default=0)
@@ -115,23 +124,23 @@ def _check_text(vocab: Vocab, prefix: str, acrostic: str | None, max_len: int) -
     """前句、藏头字的检查：在写之前把问题一次说清楚。"""
     if acrostic is not None:
         if prefix:
-            raise UsageError("--prefix 与 --acrostic 只能给一个")
+            usage_error("--prefix 与 --acrostic 只能给一个")
         if len(acrostic) not in (4, 8):
-            raise UsageError(
+            usage_error(
                 f"--acrostic 须是 4 或 8 个字（绝句或律诗的每句一个），得到 {len(acrostic)} 个：{acrostic!r}"
             )
         if any(ch in CLAUSE_ENDS for ch in acrostic):
-            raise UsageError(f"--acrostic 只能是汉字，不能有标点：{acrostic!r}")
+            usage_error(f"--acrostic 只能是汉字，不能有标点：{acrostic!r}")
     bad = sorted({ch for ch in prefix if not ("\u4e00" <= ch <= "\u9fff" or ch in CLAUSE_ENDS)})
     if bad:
-        raise UsageError(f"--prefix 只能有汉字和 ，。：{''.join(bad)!r} 不行")
+        usage_error(f"--prefix 只能有汉字和 ，。：{''.join(bad)!r} 不行")
     if len(prefix) + 2 > max_len:
-        raise UsageError(f"--prefix 太长：{len(prefix)} 个字，最多 {max_len - 2} 个")
+        usage_error(f"--prefix 太长：{len(prefix)} 个字，最多 {max_len - 2} 个")
     unknown = sorted(
         {ch for ch in prefix + (acrostic or "") if ch not in vocab and ch not in CLAUSE_ENDS}
     )
     if unknown:
-        raise UsageError(f"模型不认识这些字（训练集里不到 2 次）：{''.join(unknown)}")
+        usage_error(f"模型不认识这些字（训练集里不到 2 次）：{''.join(unknown)}")
 
 
 def _samples(model, vocab, args, **kwargs) -> list[str]:
@@ -147,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "train":
         return _train(args)
-    model, vocab, _ = load_checkpoint(args.model or weights_path())
+    model, vocab, _ = load_checkpoint(weights_path() if args.model is None else args.model)
     if args.command == "generate":
         _check_text(vocab, args.prefix, args.acrostic, model.config.max_len)
         kwargs = {"prefix": args.prefix, "acrostic": args.acrostic, "greedy": args.greedy}
@@ -177,31 +186,42 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _train(args) -> int:
+    out = writable_file("--out", args.out)  # 先于一切：训练完才发现写不进去，结果就丢了
+    if args.d_model % HEADS:
+        usage_error(
+            f"--d-model 须是头数 {HEADS} 的倍数（每个头 d_model/{HEADS} 维），得到 {args.d_model}"
+        )
     if args.device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda：这台机器上没有可用的 CUDA")
+        usage_error("--device cuda：这台机器上没有可用的 CUDA")
     local_rank, gpus = int(os.environ.get("LOCAL_RANK", "0")), torch.cuda.device_count()
     if args.device == "cuda" and local_rank >= gpus:  # torchrun 的每个进程要一块自己的 GPU
-        raise UsageError(
+        usage_error(
             f"--device cuda：torchrun 的第 {local_rank} 号进程（LOCAL_RANK）没有自己的 GPU，"
             f"这台机器只有 {gpus} 块；--nproc_per_node 不能多于 GPU 的块数"
         )
+    train_poems, valid_poems, test_poems = (load_split(s) for s in ("train", "valid", "test"))
+    if args.batch_size > len(train_poems):
+        usage_error(f"--batch-size {args.batch_size} 大于训练集的诗数 {len(train_poems)}")
+    vocab = Vocab.build(train_poems)
+    options = {"d_model": args.d_model, "num_layers": args.layers, "num_heads": HEADS}
+    _check_memory(vocab, options)
     if args.threads:
         torch.set_num_threads(args.threads)
     rank, world = setup_distributed(args.device)
     if args.batch_size % world:
-        raise UsageError(f"--batch-size {args.batch_size} 须是进程数 {world} 的倍数")
+        usage_error(f"--batch-size {args.batch_size} 须是进程数 {world} 的倍数")
     device = torch.device("cuda", torch.cuda.current_device()) if args.device == "cuda" else "cpu"
-    train_poems, valid_poems, test_poems = (load_split(s) for s in ("train", "valid", "test"))
-    vocab = Vocab.build(train_poems)
-    model = make_model(vocab, d_model=args.d_model, num_layers=args.layers, seed=args.seed).to(
-        device
-    )
+    model = make_model(vocab, seed=args.seed, **options).to(device)
     started = time.perf_counter()
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if rank == 0 else None
-    result = train(
-        model, vocab, train_poems, valid_poems, steps=args.steps, seed=args.seed,
-        batch_size=args.batch_size, lr=args.lr, progress=say,
-    )  # fmt: skip
+    try:
+        result = train(
+            model, vocab, train_poems, valid_poems, steps=args.steps, seed=args.seed,
+            batch_size=args.batch_size, lr=args.lr, progress=say,
+        )  # fmt: skip
+    except FloatingPointError as error:  # 损失成了 nan 或 inf：不存一个坏掉的模型
+        _cli.print_error(f"训练发散，没有保存权重：{error}；试试更小的 --lr（现在是 {args.lr}）")
+        raise SystemExit(EXIT_USAGE) from None
     if world > 1:
         import torch.distributed as dist
 
@@ -220,23 +240,32 @@ def _train(args) -> int:
         "test_bits_per_char": round(evaluate(model, test_poems, vocab), 4),
         "bigram_bits_per_char": round(bigram_bits_per_char(train_poems, test_poems, vocab), 4),
     }
-    save_checkpoint(
-        args.out, model.cpu(), vocab, metrics=metrics, log=result.log, valid=result.valid
-    )
+    save_checkpoint(out, model.cpu(), vocab, metrics=metrics, log=result.log, valid=result.valid)
     print(json.dumps(metrics, ensure_ascii=False), flush=True)
     return 0
 
 
-def run(argv: Sequence[str] | None = None) -> int:
-    """运行 :func:`main`，把错误变成 stderr 上的一行 ``错误：…`` 和退出码。"""
+def _check_memory(vocab: Vocab, options: dict) -> None:
+    """训练要的内存放不进这台机器时，在建模型之前就说清楚（否则系统会在初始化的半路杀掉进程）。
+
+    模型先建在 ``meta`` 设备上（只有形状，不占内存）数出参数个数 N；训练至少要 16N 字节：
+    参数、梯度、AdamW 的 m 与 v 各一份 float32。激活值另算，所以这是下限。
+    """
     try:
-        return main(argv)
-    except UsageError as error:
-        print(f"错误：{error}", file=sys.stderr)
-        return EXIT_USAGE
-    except WeightsError as error:
-        print(f"错误：权重文件用不了（{error.reason}）：{error}", file=sys.stderr)
-        return EXIT_BAD_MODEL
+        with torch.device("meta"):
+            n = sum(p.numel() for p in make_model(vocab, **options).parameters())
+    except ValueError as error:  # GPT 自己算的账：光是参数就放不下
+        usage_error(f"模型太大：{error}；减小 --d-model 或 --layers")
+    if (need := 16 * n) > (total := machine_memory()):
+        usage_error(
+            f"模型太大：{n:,} 个参数，训练至少要 {need / 2**30:.1f} GiB 内存（参数、梯度、AdamW 的"
+            f"两份状态，各 4 字节），这台机器只有 {total / 2**30:.1f} GiB；减小 --d-model 或 --layers"
+        )
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """运行 :func:`main`，返回退出码；任何失败都只在 stderr 上打印一行 ``错误：…``（:func:`tinyformer._cli.run`）。"""
+    return _cli.run(lambda: main(argv), lambda err: _cli.reader_message(err, __name__))
 
 
 def console() -> None:

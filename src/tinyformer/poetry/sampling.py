@@ -14,17 +14,20 @@
 
 - 永不采 ``<pad>``、``<bos>``、``<unk>``（前两个不是字；``<unk>`` 写不出来）；
 - 藏头诗：第 i 句的第一个字强制为 ``acrostic[i]``（"句"以 ，。 分隔）；写满 ``len(acrostic)`` 句之前
-  不许 ``<eos>``，写满之后强制 ``<eos>``。每句几个字、标点放在哪里不强制。
+  不许 ``<eos>``，写满之后强制 ``<eos>``。每句几个字、标点放在哪里不强制——只有一个例外：剩下的
+  位置只够这一句的标点和余下各句的首字、标点时，这一句就此结束（藏头的字不会被位置数截掉）。
+  藏头的字须是非空的、不含标点的字串，每句按七言（7 字 + 标点）算也放得进模型的位置数。
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
-from .._checks import check_positive_float, check_positive_int
+from .._checks import check_instance, check_positive_float, check_positive_int
 from ..cache import KVCache
 from ..gpt import GPT
 from .corpus import Vocab
@@ -32,6 +35,7 @@ from .corpus import Vocab
 __all__ = ["Poem", "next_distribution", "write"]
 
 CLAUSE_ENDS = "，。"
+TEMPERATURES = (1e-3, 1e3)  # 温度的范围：τ = 0.001 已与贪心无异，τ = 1000 已近于均匀
 
 
 def next_distribution(
@@ -50,6 +54,14 @@ def next_distribution(
         [0.5263, 0.3158, 0.1579, 0.0]
     """
     check_positive_float("temperature", temperature)
+    low, high = TEMPERATURES
+    if (
+        not low <= temperature <= high
+    ):  # 更小时 logits / τ 溢出成 inf，更大时 τ 本身在 float32 里是 inf
+        raise ValueError(
+            f"temperature must be in [{low}, {high}] (beyond it float32 logits / temperature "
+            f"overflows and the distribution becomes nan), got temperature={temperature!r}"
+        )
     logits = logits / temperature
     if top_k is not None:
         check_positive_int("top_k", top_k)
@@ -66,6 +78,29 @@ def next_distribution(
         probs = probs * keep
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return probs
+
+
+def _check_acrostic(acrostic, prefix: str, max_len: int) -> None:
+    """藏头诗能不能照办：非空的汉字串、没有前句、每句都能是七言（7 字 + 标点）而不超出模型的位置数。"""
+    if prefix:
+        raise ValueError(
+            f"give prefix or acrostic, not both: prefix={prefix!r}, acrostic={acrostic!r}"
+        )
+    if not acrostic:
+        raise ValueError("acrostic must have at least one character, got acrostic=''")
+    marks = sorted({ch for ch in acrostic if unicodedata.category(ch).startswith("P")})
+    if marks:  # 标点作句首：写出来的是一串标点，不是诗
+        raise ValueError(
+            f"acrostic must be characters that begin a clause, not punctuation: "
+            f"{''.join(marks)!r} in acrostic={acrostic!r}"
+        )
+    room = 1 + len(acrostic) * (7 + 1) + 1  # <bos> + 每句 7 字 1 标点 + <eos>
+    if room > max_len:
+        raise ValueError(
+            f"acrostic is too long for the model's context: {len(acrostic)} clauses of up to "
+            f"7 characters and a mark need {room} positions, max_len={max_len} (at most "
+            f"{(max_len - 2) // 8} characters)"
+        )
 
 
 @dataclass
@@ -96,23 +131,30 @@ def write(
     ``prefix`` 的字与 ``acrostic`` 的字都须在字表里（否则 ``ValueError`` 说出是哪些字）。
     有 ``acrostic`` 时 ``prefix`` 须为空。``show`` 是每步记下的候选个数。会把 ``model`` 设为 eval 模式。
     """
+    check_instance("prefix", prefix, str)
+    check_instance("acrostic", acrostic, str, allow_none=True)
     unknown = sorted({ch for ch in prefix + (acrostic or "") if ch not in vocab})
     if unknown:
         raise ValueError(f"characters not in the vocabulary: {''.join(unknown)!r}")
-    if acrostic is not None and prefix:
+    max_len = model.config.max_len
+    if len(prefix) + 2 > max_len:  # <bos> + 前句 + 至少一个新字
         raise ValueError(
-            f"give prefix or acrostic, not both: prefix={prefix!r}, acrostic={acrostic!r}"
+            f"prefix is too long for the model's context: {len(prefix)} characters, "
+            f"at most max_len - 2 = {max_len - 2}"
         )
+    if acrostic is not None:
+        _check_acrostic(acrostic, prefix, max_len)
     model.eval()
     device = next(model.parameters()).device
     ids = vocab.encode(prefix, bos=True)
     banned = torch.tensor([vocab.pad_id, vocab.bos_id, vocab.unk_id], device=device)
     ends = {vocab.stoi[ch] for ch in CLAUSE_ENDS if ch in vocab.stoi}
+    others = torch.tensor([i for i in range(len(vocab)) if i not in ends], device=device)
     cache = KVCache() if use_cache else None
     logits = model(torch.tensor([ids], device=device), cache=cache)[0, -1]  # (V,)
     poem = Poem(text=prefix)
     clauses = 0  # 已写完的句数
-    while len(ids) < model.config.max_len:
+    while len(ids) < max_len:
         forced = None
         if acrostic is not None:
             if clauses == len(acrostic) and ids[-1] in ends:
@@ -125,6 +167,11 @@ def write(
             logits = logits.index_fill(0, banned, float("-inf"))
             if acrostic is not None:  # 藏头诗写满之前不许结束
                 logits[vocab.eos_id] = float("-inf")
+                # 这一句的标点、余下每句的首字和标点（各 2 个位置）刚好还放得下时，这一句就此结束：
+                # 藏头的字一个也不丢，最后一句也有标点（只在模型写出特别长的句子时才会发生）
+                heads_left = len(acrostic) - clauses - 1
+                if max_len - len(ids) - 1 < 2 * heads_left + 1:
+                    logits = logits.index_fill(0, others, float("-inf"))
             if greedy:
                 probs = torch.softmax(logits, dim=-1)  # (V,)
                 next_id = int(probs.argmax())
@@ -143,7 +190,7 @@ def write(
         poem.text += vocab.itos[next_id]
         poem.choices.append(choices)
         clauses += next_id in ends
-        if len(ids) == model.config.max_len:
+        if len(ids) == max_len:
             break
         if use_cache:
             logits = model(torch.tensor([[next_id]], device=device), cache=cache)[0, -1]  # 只送新字

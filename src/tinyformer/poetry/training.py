@@ -153,6 +153,18 @@ def batches(
         >>> [len(poem) for poem in batch]  # 字数相近的在一批
         [1, 2]
     """
+    check_positive_int("batch_size", batch_size)
+    if batch_size > len(poems):  # 否则一轮里凑不出一批，下面的循环永远空转
+        raise ValueError(
+            f"batch_size must be at most the number of poems, got batch_size={batch_size} "
+            f"for {len(poems)} poems"
+        )
+    return _batches(poems, batch_size, generator, chunk)  # 检查在调用时就做，不等第一个 next()
+
+
+def _batches(
+    poems: Sequence[str], batch_size: int, generator: torch.Generator, chunk: int
+) -> Iterator[list[str]]:
     while True:
         order = torch.randperm(len(poems), generator=generator).tolist()
         span = batch_size * chunk
@@ -256,6 +268,10 @@ def train(
             share = loss / accumulate
             share.backward()
             parts.append(share.item())
+        if not math.isfinite(sum(parts)):  # 发散了：再走下去只会把 nan 写进每个参数
+            raise FloatingPointError(
+                f"the loss is {sum(parts)} at step {step + 1} (training diverged)"
+            )
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         running.append(sum(parts))  # 单进程时是整批的平均；多进程时是本进程那一份的估计

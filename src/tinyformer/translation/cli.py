@@ -6,30 +6,38 @@
 
 ``tinyformer-train``、``tinyformer-translate`` 是前两个的简写（``pyproject.toml`` 的 ``[project.scripts]``）。
 参数在做任何工作之前全部检查完；我们的错误是 stderr 上一行中文 ``错误：…``（包里的异常按 ``reason``
-查 :data:`WEIGHTS_ZH`、:data:`SENTENCE_ZH`），argparse 自己发现的用法错误照它的样子打印；从不打印
+查 :data:`tinyformer._cli.WEIGHTS_ZH`、:data:`SENTENCE_ZH`），argparse 自己发现的用法错误照它的样子打印；从不打印
 traceback。每种错误一个退出码（:data:`EXIT_CODES`，也列在 ``--help`` 的末尾）。
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
 import json
 import math
-import re
-import signal
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 
 import torch
 
+from .. import _cli
 from .._checks import SEED_LIMIT, shorten
-from ..weights import WeightsError
+from .._cli import (
+    EXIT_BAD_MODEL,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_IO,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    number,
+    os_reason,
+    print_error,
+    usage_error,
+    writable_file,
+)
 from .checkpoint import convert_checkpoint, load_checkpoint, save_checkpoint
 from .corpus import generate_corpus
 from .pretrained import STEPS, checkpoint_path
@@ -38,8 +46,7 @@ from .translator import UntranslatableError
 
 MAX_THREADS = 1024  # --threads 的上限：远多于任何机器的核数，又挡住 10**9 这样的笔误
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_BAD_MODEL, EXIT_UNTRANSLATABLE, EXIT_IO = range(6)
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT、128 + SIGTERM（shell 的惯例）
+EXIT_UNTRANSLATABLE = 4  # 其余的退出码两个命令行共用（tinyformer._cli）
 EXIT_CODES = {
     EXIT_OK: "成功；句型不在训练语料里也算成功（照样打印译文，stderr 上另有提示）",
     EXIT_INTERNAL: "意外的内部错误（tinyformer 的缺陷，请报告）",
@@ -54,61 +61,24 @@ TRAIN_EXIT_CODES = (0, 1, 2, 5, 130, 143)
 TRANSLATE_EXIT_CODES = (0, 1, 2, 3, 4, 5, 130, 143)
 CONVERT_EXIT_CODES = (0, 1, 2, 3, 5, 130, 143)
 
-# ---------------------------------------------------------------- 给读者的中文：两张表
-# 包里的异常说明是英文的（像 torch 的一样），给读者的中文按异常的 reason 只写在这里。
-WEIGHTS_ZH = {  # WeightsError.reason → 中文（"unsafe"：convert 拒绝的 pickle）
-    "missing": "不存在",
-    "permission": "没有读取权限",
-    "not_a_file": "不是普通文件（是文件夹或设备？）",
-    "pickle": "是 torch.save 写的 pickle 文件：读它可能运行文件里的代码，不安全，所以不读。"
-    "旧的检查点可以这样转换：python -m tinyformer.translation convert 旧.pt 新.safetensors",
-    "unsafe": "不安全：它的 pickle 要调用 {name}，torch.load(weights_only=True) 拒绝了它，"
-    "里面的代码没有运行",
-    "damaged": "已损坏或被截断（读不出完整的权重）",
-    "metadata": "不是本书的翻译器检查点，或者里面的配置、词表不对",
-    "mismatch": "里的权重与它的配置不符（名字或形状不对）",
-}
+# ---------------------------------------------------------------- 给读者的中文
+# 包里的异常说明是英文的（像 torch 的一样）；权重文件、操作系统错误的中文在 tinyformer._cli（两个命令行共用），
+# 翻译特有的一张表在这里。
 SENTENCE_ZH = {  # UntranslatableError.reason → 中文
     "empty": "句子里没有词",
     "unknown_words": "有模型没学过的词 {words}，模型只能翻译训练语料里的词",
     "too_long": "句子太长，超过了模型的位置数 max_len，请拆成短句",
 }
-OS_ERRORS = {  # OSError.errno → 中文（strerror 是 C 库的英文）
-    errno.ENOENT: "文件或文件夹不存在", errno.EACCES: "没有权限", errno.EPERM: "不允许这个操作",
-    errno.EROFS: "文件系统是只读的", errno.ENOSPC: "磁盘满了", errno.EDQUOT: "超出了磁盘配额",
-    errno.EFBIG: "文件太大（超出了系统的限制）", errno.ENAMETOOLONG: "文件名太长",
-    errno.EISDIR: "这是一个文件夹", errno.ENOTDIR: "路径里有一段不是文件夹",
-    errno.EEXIST: "已经有同名的文件", errno.EIO: "设备读写出错", errno.ELOOP: "符号链接太多层",
-    errno.EPIPE: "输出被关闭了（例如管道另一端的程序已经退出）", errno.EINVAL: "参数不合法",
-}  # fmt: skip
-
-
-def os_reason(err: OSError) -> str:
-    """``OSError`` → 一句中文原因（不认识的 errno 写出它的名字）。"""
-    if err.errno in OS_ERRORS:
-        return OS_ERRORS[err.errno]
-    return f"系统错误 {errno.errorcode.get(err.errno or 0, '') or type(err).__name__}"
 
 
 def reader_message(err: Exception) -> str:
     """包里的异常 → 给读者的一行中文（命令行在它前面加“错误：”）。"""
-    if isinstance(err, WeightsError):
-        found = re.search(r"asks to call (\S+);", err.message)  # convert 拒绝的 pickle
-        key = "unsafe" if err.reason == "pickle" and found else err.reason
-        text = WEIGHTS_ZH[key].format(name=found.group(1) if found else "")
-        return f"权重文件 {shorten(err.path, 200, chinese=True)} {text}"
     if isinstance(err, UntranslatableError):
         words = err.details.get("words", [])
         shown = repr(words) if len(words) <= 10 else f"{words[:10]!r}…（共 {len(words)} 个）"
         text = SENTENCE_ZH[err.reason].format(words=shown)
         return f"无法翻译 {shorten(err.sentence, chinese=True)}：{text}"
-    if isinstance(err, OSError):
-        where = f" {shorten(str(err.filename), 200, chinese=True)}" if err.filename else ""
-        return f"读写出错{where}：{os_reason(err)}"
-    return (
-        f"意外的内部错误 {type(err).__name__}（tinyformer 的缺陷，请报告）；"
-        "在 Python 里调用 tinyformer.translation.cli.main([...同样的参数]) 可以看到 traceback"
-    )
+    return _cli.reader_message(err, "tinyformer.translation.cli")
 
 
 def cannot_translate(sentence: str, err: ValueError) -> str:
@@ -119,12 +89,6 @@ def cannot_translate(sentence: str, err: ValueError) -> str:
 
 
 # ---------------------------------------------------------------- 参数
-def usage_error(message: str):
-    """我们自己发现的用法错误：一行中文，退出码 2。"""
-    _print_error(f"{message}（用 --help 查看用法）")
-    raise SystemExit(EXIT_USAGE)
-
-
 def new_parser(prog: str, description: str, codes: Sequence[int], note: str = "") -> tuple:
     """(解析器, 参数组)：只用 argparse 的公开接口；帮助的末尾列出退出码。"""
     epilog = note + "退出码：\n" + "\n".join(f"  {c:<3}  {EXIT_CODES[c]}" for c in codes)
@@ -140,77 +104,13 @@ def new_parser(prog: str, description: str, codes: Sequence[int], note: str = ""
     return parser, group
 
 
-def number(option: str, text: str | None, convert, rule: str, ok):
-    """``convert(text)`` 且 ``ok(值)``；否则用法错误“{option} 应为{rule}，得到 …”。``None`` 原样返回。"""
-    if text is None:
-        return None
-    try:
-        value = convert(text) if len(text) < 100 else None  # 5000 位的数不必读
-    except ValueError:
-        value = None
-    if value is None or not ok(value):
-        usage_error(f"{option} 应为{rule}，得到 {shorten(text, chinese=True)}")
-    return value
-
-
 def positive_int(option: str, text: str | None) -> int | None:
     return number(option, text, int, "正整数", lambda value: value > 0)
 
 
-def writable_file(option: str, text: str) -> Path:
-    """输出文件现在就能写（所在文件夹不存在时建好，并试着在那里建一个临时文件）；否则用法错误。"""
-    path, shown = Path(text), shorten(text, 200, chinese=True)
-    if not text.strip():
-        usage_error(f"{option} 应为文件路径，得到 {text!r}")
-    try:
-        if path.is_dir() or (path.exists() and not path.is_file()):
-            usage_error(f"{option} {shown} 不是普通文件的路径（是文件夹或设备）")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path.parent):
-            pass
-    except OSError as err:  # 没有权限、只读、/proc 下面、名字太长……
-        usage_error(f"{option} {shown} 写不进去：{os_reason(err)}")
-    return path
-
-
-# ---------------------------------------------------------------- 运行
-class Terminated(Exception):
-    """收到 SIGTERM（``kill``）：像 Ctrl-C 一样展开调用栈，原子写入因此能删掉临时文件。"""
-
-
-def _on_sigterm(signum, frame):
-    raise Terminated
-
-
 def run(main: Callable[[], object]) -> int:
     """运行 ``main()``，返回退出码（:data:`EXIT_CODES`）；任何失败都只在 stderr 上打印一行 ``错误：…``。"""
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        result = main()
-    except KeyboardInterrupt:
-        _print_error("被中断（Ctrl-C）；没有写出新文件，原有的文件保持不变")
-        return EXIT_INTERRUPTED
-    except Terminated:
-        _print_error("被终止（SIGTERM）；没有写出新文件，原有的文件保持不变")
-        return EXIT_TERMINATED
-    except WeightsError as err:
-        _print_error(reader_message(err))
-        return EXIT_BAD_MODEL
-    except OSError as err:
-        _print_error(reader_message(err))
-        return EXIT_IO
-    except Exception as err:  # noqa: BLE001 - 规则是不打印 traceback：意外的错误也只写一行
-        _print_error(reader_message(err))
-        return EXIT_INTERNAL
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return result if isinstance(result, int) else EXIT_OK
-
-
-def _print_error(message: str) -> None:
-    """stderr 上一行 ``错误：…``；stderr 也关掉了时什么也不做（没有地方可说了）。"""
-    with contextlib.suppress(OSError):
-        print(f"错误：{message}", file=sys.stderr, flush=True)
+    return _cli.run(main, reader_message)
 
 
 def train_main(argv: Sequence[str] | None = None) -> dict:
@@ -249,7 +149,7 @@ def train_main(argv: Sequence[str] | None = None) -> dict:
     try:
         save_checkpoint(translator, out, **metrics)
     except OSError as err:  # 例如磁盘满了：原子写入保证 out 上原来的文件还在
-        _print_error(
+        print_error(
             f"检查点 {shorten(str(out), 200, chinese=True)} 写不进去（{os_reason(err)}），"
             f"那里原来的文件保持不变。指标：{json.dumps(metrics, ensure_ascii=False)}"
         )
@@ -283,7 +183,7 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
         try:
             result = translator.translate_checked(sentence, beam_size=beam_size)
         except UntranslatableError as err:
-            _print_error(cannot_translate(sentence, err))
+            print_error(cannot_translate(sentence, err))
             status = EXIT_UNTRANSLATABLE
             continue
         print(result.text, flush=True)
