@@ -206,13 +206,29 @@ def test_acrostic_forces_its_characters_at_the_start_of_each_clause():
         ({"acrostic": list("春花秋月")}, TypeError, r"acrostic must be a str or None, got list"),
         ({"prefix": "春" * 39}, ValueError,
          r"prefix is too long for the model's context: 39 characters, at most max_len - 2 = 38"),
+        ({"show": -1}, ValueError, r"show must be >= 0, got show=-1"),
+        ({"greedy": "no"}, TypeError, r"greedy must be a bool, got greedy='no'"),  # 以前：真值，贪心
+        ({"generator": 5}, TypeError, r"generator must be a Generator or None, got int"),
     ],
-    ids=["empty", "punctuation", "longer-than-context", "a-list", "prefix-longer-than-context"],
+    ids=["empty", "punctuation", "longer-than-context", "a-list", "prefix-longer-than-context",
+         "show-negative", "greedy-a-string", "generator-an-int"],
 )  # fmt: skip
 def test_write_refuses_an_acrostic_or_prefix_it_cannot_honour(kwargs, error, message):
     model, vocab = tiny_poet(max_len=40)
     with pytest.raises(error, match=f"^{message}$"):
         sampling.write(model, vocab, **kwargs)
+
+
+def test_write_refuses_a_vocabulary_from_another_checkpoint():
+    model, _ = tiny_poet()  # 字表 24 项
+    other = Vocab.build([*TINY_POEMS, "龙虎"], min_count=1)  # 26 项：编号对不上字
+    message = r"^vocab has 26 entries but the model's vocab_size=24: they come from different checkpoints$"
+    with pytest.raises(ValueError, match=message):
+        sampling.write(model, other)
+    poem = sampling.write(
+        model, Vocab.build(TINY_POEMS, min_count=1), show=10**6
+    )  # show 大于字表：全列出
+    assert all(len(step) in (1, 24) for step in poem.choices)
 
 
 def test_an_acrostic_is_never_cut_by_the_context():
@@ -379,6 +395,21 @@ def test_batches_larger_than_the_corpus_are_refused_at_once():
         training.train(model, vocab, TINY_POEMS + TINY_POEMS[:1], TINY_POEMS, steps=1, batch_size=4)
     with pytest.raises(ValueError, match=message):  # 调用时就查，不等第一个 next()
         training.batches(["春", "花", "月"], 4, torch.Generator())
+
+
+def test_bits_per_char_of_no_poems_is_refused_not_divided_by_zero():
+    model, vocab = tiny_poet()
+    message = r"^poems must hold at least one poem, got an empty list$"
+    for call in (
+        lambda: training.evaluate(model, [], vocab),
+        lambda: training.make_batch([], vocab),
+    ):
+        with pytest.raises(ValueError, match=message):
+            call()
+    with pytest.raises(
+        ValueError, match=r"^valid_poems must hold at least one poem, got an empty list$"
+    ):
+        training.train(model, vocab, TINY_POEMS * 4, [], steps=1, batch_size=2)
 
 
 def test_training_that_diverges_stops_instead_of_saving_nan():

@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from .._checks import check_instance, check_positive_float, check_positive_int
+from .._checks import (
+    check_bool,
+    check_instance,
+    check_int,
+    check_positive_float,
+    check_positive_int,
+)
 from ..cache import KVCache
 from ..gpt import GPT
 from .corpus import Vocab
@@ -133,6 +139,14 @@ def write(
     """
     check_instance("prefix", prefix, str)
     check_instance("acrostic", acrostic, str, allow_none=True)
+    check_bool("greedy", greedy)
+    check_instance("generator", generator, torch.Generator, allow_none=True)
+    check_int("show", show, minimum=0)
+    if len(vocab) != model.config.vocab_size:  # 否则编号对不上字：写出的是别的字，或越界
+        raise ValueError(
+            f"vocab has {len(vocab)} entries but the model's vocab_size={model.config.vocab_size}: "
+            "they come from different checkpoints"
+        )
     unknown = sorted({ch for ch in prefix + (acrostic or "") if ch not in vocab})
     if unknown:
         raise ValueError(f"characters not in the vocabulary: {''.join(unknown)!r}")
@@ -179,7 +193,7 @@ def write(
                 probs = next_distribution(logits, temperature, top_k, top_p)  # (V,)
                 # 生成器在 CPU 上，所以在 CPU 上抽
                 next_id = int(torch.multinomial(probs.cpu(), 1, generator=generator))
-            top = torch.topk(probs, show)
+            top = torch.topk(probs, min(show, len(vocab)))
             choices = [
                 (vocab.itos[i], round(p, 4))
                 for p, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)

@@ -77,6 +77,8 @@ def make_batch(poems: Sequence[str], vocab: Vocab) -> tuple[Tensor, Tensor]:
         >>> x.tolist(), y.tolist()
         ([[2, 4, 5], [2, 5, 3]], [[4, 5, 3], [5, 3, 0]])
     """
+    if not poems:
+        raise ValueError("poems must hold at least one poem, got an empty list")
     rows = [vocab.encode(poem, bos=True, eos=True) for poem in poems]
     T = max(len(r) for r in rows)
     ids = torch.tensor([r + [vocab.pad_id] * (T - len(r)) for r in rows])  # (B, T + 1)
@@ -109,6 +111,8 @@ def evaluate(model: nn.Module, poems: Sequence[str], vocab: Vocab, batch_size: i
 
     N 与 :func:`~tinyformer.poetry.corpus.bigram_bits_per_char` 的相同：每首诗的每个字符（含 ，。）加 ``<eos>``。
     """
+    if not poems:  # 每字比特数是 0/0
+        raise ValueError("poems must hold at least one poem, got an empty list")
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -234,7 +238,10 @@ def train(
     """
     import torch.distributed as dist
 
+    check_positive_int("steps", steps)
     check_positive_int("accumulate", accumulate)
+    if not valid_poems:  # 每 eval_every 步与最后一步都在它上面量每字比特数
+        raise ValueError("valid_poems must hold at least one poem, got an empty list")
     if accumulate > batch_size:
         raise ValueError(
             f"accumulate must be at most batch_size, got accumulate={accumulate}, batch_size={batch_size}"
