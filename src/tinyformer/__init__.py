@@ -43,7 +43,7 @@ from .decoding import beam_search, greedy_decode
 from .dropout import Dropout
 from .embedding import TokenEmbedding
 from .feedforward import NewGELU, PositionWiseFFN, SwiGLU
-from .gpt import GPT, GPTConfig
+from .gpt import GPT, GPTConfig, next_distribution
 from .interop import copy_from_torch
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, padding_mask
@@ -80,6 +80,7 @@ __all__ = [
     "DecoderLayer",
     "GPTConfig",
     "GPT",
+    "next_distribution",
     # 完整模型与解码
     "TransformerConfig",
     "Transformer",

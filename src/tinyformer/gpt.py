@@ -37,6 +37,56 @@ from .normalization import NORMS, make_norm
 from .positional import ROPE_LAYOUTS, RotaryEmbedding
 
 POSITIONS = ("learned", "rope", "none")
+TEMPERATURES = (1e-3, 1e3)  # 温度的范围：τ = 0.001 已与贪心无异，τ = 1000 已近于均匀
+
+
+def check_sampling(temperature: float, top_k: int | None, top_p: float | None) -> None:
+    """采样的三个参数：温度在 :data:`TEMPERATURES` 之内，top-k 是正整数，top-p 在 (0, 1] 之内。"""
+    check_positive_float("temperature", temperature)
+    low, high = TEMPERATURES
+    if not low <= temperature <= high:  # 更小时 logits / τ 溢出成 inf；更大时 τ 在 float32 里是 inf
+        raise ValueError(
+            f"temperature must be in [{low}, {high}] (beyond it float32 logits / temperature "
+            f"overflows and the distribution becomes nan), got temperature={temperature!r}"
+        )
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+    if top_p is not None and not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got top_p={top_p!r}")
+
+
+def next_distribution(
+    logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> Tensor:
+    """logits → 采样用的概率（温度、top-k、top-p 之后重新归一化；被去掉的词元概率为 0）。
+
+    本包唯一的采样公式：:meth:`GPT.generate` 与写诗的 :func:`tinyformer.poetry.sampling.write` 都用它
+    （网页里的写诗器有它的一份 JavaScript，浏览器测试逐个核对）。
+
+    形状: logits (V,) 或 (B, V)，输出同形状。
+
+    例子::
+
+        >>> logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
+        >>> next_distribution(logits, top_k=2).tolist()
+        [0.625, 0.375, 0.0, 0.0]
+        >>> [round(p, 4) for p in next_distribution(logits, top_p=0.9).tolist()]  # 0.5+0.3 < 0.9 ≤ +0.15
+        [0.5263, 0.3158, 0.1579, 0.0]
+    """
+    check_sampling(temperature, top_k, top_p)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, min(top_k, logits.shape[-1])).values[..., -1:]  # (…, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)  # (…, V)
+    if top_p is not None:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)  # (…, V)
+        before = sorted_probs.cumsum(dim=-1) - sorted_probs  # 排在它前面的概率之和
+        keep_sorted = before < top_p  # 第一个总是留下（before = 0）
+        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)  # 换回原来的顺序
+        probs = probs * keep
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return probs
 
 
 @dataclass(frozen=True)
@@ -184,10 +234,10 @@ class GPT(nn.Module):
     方法:
         - ``forward(ids, cache=None)`` -> logits (B, T, V)。``cache`` 为
           :class:`~tinyformer.KVCache` 时 ``ids`` 只需是新词元，位置从缓存长度接着数。
-        - ``generate(ids, max_new_tokens, temperature=1.0, top_k=None, greedy=False,
+        - ``generate(ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, greedy=False,
           generator=None)`` -> (B, T + max_new_tokens)：先把整段提示送入（填满缓存），
           之后每步只送入上一步生成的词元。``greedy=True`` 取概率最大的词元；否则从
-          softmax(logits / temperature) 中采样，``top_k`` 只保留概率最大的 k 个，
+          :func:`next_distribution` 给出的分布中采样（温度、top-k、top-p），
           ``generator`` 是 ``torch.Generator``，让采样可复现。要求 T + max_new_tokens <= max_len。
           不计算梯度；有 dropout 时请先 ``model.eval()``。
 
@@ -281,38 +331,27 @@ class GPT(nn.Module):
         max_new_tokens: int,
         temperature: float = 1.0,
         top_k: int | None = None,
+        top_p: float | None = None,
         greedy: bool = False,
         generator: torch.Generator | None = None,
     ) -> Tensor:
         check_tensor("ids", ids, "(B, T)")
         check_positive_int("max_new_tokens", max_new_tokens)
-        check_positive_float("temperature", temperature)
-        if top_k is not None:
-            check_positive_int("top_k", top_k)
         check_bool("greedy", greedy)
         check_instance("generator", generator, torch.Generator, allow_none=True)
         T = ids.shape[1]
         check_fits(
             f"T + max_new_tokens = {T} + {max_new_tokens}", T + max_new_tokens, self.config.max_len
         )
+        check_sampling(temperature, top_k, top_p)
         cache = KVCache()
         logits = self(ids, cache=cache)  # 整段提示一次送入：(B, T, V)，缓存里有了 T 个位置
         for step in range(max_new_tokens):
-            next_logits = logits[:, -1] / temperature  # 最后一个位置预测下一个词元：(B, V)
-            overflow = torch.isfinite(logits[:, -1]).all() and not torch.isfinite(next_logits).all()
-            if overflow and not greedy:
-                # 温度太小（如 1e-45）时 logits / temperature 溢出成 inf，softmax 得到 NaN
-                raise ValueError(
-                    f"temperature={temperature} is too small: logits / temperature overflows "
-                    f"{next_logits.dtype}; use greedy=True to always take the most likely token"
-                )
-            if top_k is not None:
-                kth = torch.topk(next_logits, min(top_k, next_logits.shape[-1])).values[:, -1:]
-                next_logits = next_logits.masked_fill(next_logits < kth, float("-inf"))  # (B, V)
+            next_logits = logits[:, -1]  # 最后一个位置预测下一个词元：(B, V)
             if greedy:
                 next_id = next_logits.argmax(dim=-1, keepdim=True)  # (B, 1)
             else:
-                probs = torch.softmax(next_logits, dim=-1)  # (B, V)
+                probs = next_distribution(next_logits, temperature, top_k, top_p)  # (B, V)
                 next_id = torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
             ids = torch.cat([ids, next_id], dim=1)  # (B, T) -> (B, T + 1)
             if step + 1 < max_new_tokens:

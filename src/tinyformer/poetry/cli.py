@@ -29,11 +29,12 @@ import torch
 from .. import _cli
 from .._checks import machine_memory
 from .._cli import EXIT_USAGE, usage_error, writable_file
+from ..gpt import TEMPERATURES
 from .checkpoint import load_checkpoint, save_checkpoint
 from .corpus import Vocab, bigram_bits_per_char, load_split, unigram_bits_per_char
 from .evaluation import format_valid, lines_copied, rhyme_rate
 from .pretrained import weights_path
-from .sampling import CLAUSE_ENDS, TEMPERATURES, write
+from .sampling import CLAUSE_ENDS, write
 from .training import evaluate, make_model, setup_distributed, train
 
 # generate 与 evaluate 的默认采样设置（evaluate 的 format_valid 就是在这些设置下量的）。随包的权重在 τ = 0.8

@@ -1,6 +1,7 @@
 """写诗：逐字采样、藏头诗、接着前句写（“只有解码器”一章讲解）。
 
-每一步模型给出下一个字的 logits，:func:`next_distribution` 把它变成采样用的分布：
+每一步模型给出下一个字的 logits，:func:`~tinyformer.next_distribution`（模型核心里唯一的采样公式，
+:meth:`~tinyformer.GPT.generate` 也用它）把它变成采样用的分布：
 
 1. 除以温度 τ（τ < 1 让分布更尖、更保守，τ > 1 更平、更大胆）；
 2. top-k：只留概率最大的 k 个字；
@@ -25,65 +26,19 @@ import unicodedata
 from dataclasses import dataclass, field
 
 import torch
-from torch import Tensor
 
 from .._checks import (
     check_bool,
     check_instance,
     check_int,
-    check_positive_float,
-    check_positive_int,
 )
 from ..cache import KVCache
-from ..gpt import GPT
+from ..gpt import GPT, check_sampling, next_distribution
 from .corpus import Vocab
 
 __all__ = ["Poem", "next_distribution", "write"]
 
 CLAUSE_ENDS = "，。"
-TEMPERATURES = (1e-3, 1e3)  # 温度的范围：τ = 0.001 已与贪心无异，τ = 1000 已近于均匀
-
-
-def next_distribution(
-    logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
-) -> Tensor:
-    """logits → 采样用的概率（温度、top-k、top-p 之后重新归一化；被去掉的字概率为 0）。
-
-    形状: logits (V,) 或 (B, V)，输出同形状。
-
-    例子::
-
-        >>> logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
-        >>> next_distribution(logits, top_k=2).tolist()
-        [0.625, 0.375, 0.0, 0.0]
-        >>> [round(p, 4) for p in next_distribution(logits, top_p=0.9).tolist()]  # 0.5+0.3 < 0.9 ≤ +0.15
-        [0.5263, 0.3158, 0.1579, 0.0]
-    """
-    check_positive_float("temperature", temperature)
-    low, high = TEMPERATURES
-    if (
-        not low <= temperature <= high
-    ):  # 更小时 logits / τ 溢出成 inf，更大时 τ 本身在 float32 里是 inf
-        raise ValueError(
-            f"temperature must be in [{low}, {high}] (beyond it float32 logits / temperature "
-            f"overflows and the distribution becomes nan), got temperature={temperature!r}"
-        )
-    logits = logits / temperature
-    if top_k is not None:
-        check_positive_int("top_k", top_k)
-        kth = torch.topk(logits, min(top_k, logits.shape[-1])).values[..., -1:]  # (…, 1)
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    probs = torch.softmax(logits, dim=-1)  # (…, V)
-    if top_p is not None:
-        if not 0.0 < top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got top_p={top_p!r}")
-        sorted_probs, order = probs.sort(dim=-1, descending=True)  # (…, V)
-        before = sorted_probs.cumsum(dim=-1) - sorted_probs  # 排在它前面的概率之和
-        keep_sorted = before < top_p  # 第一个总是留下（before = 0）
-        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)  # 换回原来的顺序
-        probs = probs * keep
-        probs = probs / probs.sum(dim=-1, keepdim=True)
-    return probs
 
 
 def _check_acrostic(acrostic, prefix: str, max_len: int) -> None:
@@ -142,6 +97,7 @@ def write(
     check_bool("greedy", greedy)
     check_instance("generator", generator, torch.Generator, allow_none=True)
     check_int("show", show, minimum=0)
+    check_sampling(temperature, top_k, top_p)
     if len(vocab) != model.config.vocab_size:  # 否则编号对不上字：写出的是别的字，或越界
         raise ValueError(
             f"vocab has {len(vocab)} entries but the model's vocab_size={model.config.vocab_size}: "
