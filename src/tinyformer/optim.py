@@ -13,9 +13,9 @@ r"""AdamW 从零写出来：包里的训练循环都用它（“Transformer 总�
 两个分母 :math:`1-\beta^t` 是偏差修正（m、v 从 0 起步，前几步偏小）。权重衰减直接乘在参数上、
 不经过 m 和 v，这是 AdamW 与“Adam + L2”的区别；:math:`\lambda = 0` 时它就是 Adam。
 
-与 ``torch.optim.AdamW``（CPU 上的默认实现）逐位相同（``tests/unit/test_optim.py``）。包里不直接用
-``torch.optim``，是因为它的 ``step`` 第一次调用时会导入 PyTorch 的编译器 ``torch._dynamo``，
-常驻内存多出几十 MB（Binder 上两个笔记本加服务器只有 1 GB）。
+与 ``torch.optim.AdamW``（CPU 上的默认实现）逐位相同（``tests/unit/test_optim.py``）。包里用这一份，
+是为了让读者看到每一行公式（CS336 也要学生自己写一个）；另有一个附带的好处：torch 2.13 里 **构造**
+一个 ``torch.optim`` 的优化器就会导入 PyTorch 的编译器 ``torch._dynamo``，常驻内存多出几十 MB。
 """
 
 from __future__ import annotations
