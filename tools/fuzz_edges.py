@@ -982,7 +982,8 @@ CHECKPOINTS = [
     ("config-unknown-field", _config(n_layers=2), "metadata", META + r".*unexpected keyword argument 'n_layers'"),
     ("config-d_model-zero", _config(d_model=0), "metadata", META + r"d_model must be a positive"),
     ("config-heads-not-dividing", _config(num_heads=3), "metadata", META + r"d_model must be divisible"),
-    ("config-max_len-2**31", _config(max_len=2**31), "metadata", META + r".*would need about"),
+    ("config-max_len-2**31", _config(max_len=2**31), "metadata",
+     r"its config asks for position tables of max_len × d_model = 2147483648 × \d+ .*is max_len too large\?$"),
     ("config-max_len-1", _config(max_len=1), "metadata", META + r".*needs max_len >= 2"),
     ("config-pad_id-not-vocab-pad", _config(pad_id=4), "metadata",
      META + r"config pad_id=4 but <pad> is id 0 in src_itos"),
@@ -1191,7 +1192,8 @@ TRANSLATE_CLI = [
     ("model-random-bytes", ["--model", "{random}", "我"], 3, CKPT + r" 已损坏或被截断：不是有效的 safetensors 文件（头不对或数据不全）"),
     ("model-pickle-os-system", ["--model", "{payload}", "我"], 3, CKPT + r" 是 torch.save 写的 pickle 文件：.*不安全.*"
      r"python -m tinyformer.translation convert 旧.pt 新.safetensors"),
-    ("model-hostile-config", ["--model", "{hostile}", "我"], 3, CKPT + r" 不是本书的检查点，或者里面的配置、词表不对：按里面的配置建不出模型"),
+    ("model-hostile-config", ["--model", "{hostile}", "我"], 3, CKPT + r" 不是本书的检查点，或者里面的配置、词表不对：按配置，位置表要 max_len × d_model = \d+ × \d+（[\d.]+ GiB），"
+     r"文件里的张量却只有 [\d.]+ KiB：max_len 太大？"),
     ("model-other-weights", ["--model", "{other}", "我"], 3, CKPT + r" 里的权重与它的配置不符：.+"),
     ("convert-missing", ["convert", "{tmp}/none.pt", "{tmp}/n.safetensors"], 3, CKPT + r" 不存在"),
     ("convert-random-bytes", ["convert", "{random}", "{tmp}/n.safetensors"], 3, CKPT + r" 已损坏或被截断：不是 torch.save 写的检查点（或已被截断）"),

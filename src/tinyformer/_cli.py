@@ -65,8 +65,8 @@ CAUSE_ZH = {  # WeightsError.cause → 具体的原因（接在上面那句后�
     "config": "按里面的配置建不出模型",
     "vocab": "字表 itos 不对（特殊符号之后须是互不相同的单个字符）",
     "vocab_size": "配置说 vocab_size={config}，字表却有 {itos} 项",
-    "buffers": "按配置，模型要自己算出 {size} 的表（{name} 的形状是 {shape}），文件里的张量却只有 {held}："
-    "max_len 太大？",
+    "buffers": "按配置，位置表要 max_len × d_model = {max_len} × {d_model}（{size}），文件里的张量却只有"
+    " {held}：max_len 太大？",
     "not_tensor": "state_dict 里的 {name} 不是张量",
     "missing_tensor": "模型的 {name} 不在文件里",
     "extra_tensor": "文件里的 {name} 不在模型里",

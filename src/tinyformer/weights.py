@@ -12,9 +12,8 @@
 ``__metadata__`` 的 ``"tinyformer"`` 键下。读一个检查点分三步，每一步都在花内存之前核对：
 
 1. :func:`read_metadata` 只读头，拿到配置；
-2. :func:`build_checked` 先在 ``meta`` 设备上按配置建一次模型（只有形状，不占内存），把它的
-   张量名字、形状、dtype 与文件头逐个比较，并限制模型自己算、文件里没有的表（位置编码）的大小，
-   都对了才真正建模型——一个 30 KB 的文件不能让读者的机器去分配 12 GB；
+2. :func:`build_checked` 先限制配置里唯一不受文件约束的尺寸 max_len（位置表的大小），再建模型
+   ——一个 30 KB 的文件不能让读者的机器去分配 12 GB；
 3. :func:`load_weights` 再核对一次头，一块一块地核对数据区的 SHA-256，然后把每个张量的字节直接
    读进模型自己的张量：内存里始终只有模型这一份权重，装入的每个浮点数都必须有限。
 
@@ -27,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
@@ -203,22 +203,23 @@ def read_metadata(path: str | os.PathLike) -> dict:
 def build_checked(
     path: str | os.PathLike,
     build: Callable[[], Built],
-    model: Callable[[Built], nn.Module] = lambda built: built,
+    max_len,
+    d_model,
     tensors: Mapping[str, Tensor] | None = None,
 ) -> Built:
-    """按 ``path`` 里的张量核对 ``build()`` 要建的模型，对了才真正建；返回 ``build()`` 的结果（权重未装入）。
+    """先查配置里的 ``max_len`` 有没有大得离谱，再调用 ``build()`` 建模型（权重未装入）并返回它。
 
-    ``build()`` 先在 ``meta`` 设备上运行一次：张量只有形状，不占内存。它的 ``state_dict`` 必须与
-    文件头里的张量名字、形状、dtype 一一对应（共享的权重存一份即可），否则抛 ``reason="mismatch"``；
-    它自己算、文件里没有的缓冲区（``persistent=False`` 的位置编码表）合计不得超过
-    ``max(64 MiB, 文件里张量的字节数)``，否则抛 ``reason="metadata"``（多半是 max_len 太大）。
-    两样都对了，才按同样的配置真正调用 ``build()``。
+    配置的别的尺寸都要与文件里的张量对得上（:func:`load_weights` 在读数据之前按头核对），只有
+    ``max_len`` 没有东西约束：位置表（学到的位置嵌入、正弦编码、RoPE 的 cos/sin）都是 max_len × d_model
+    量级，一个 30 KB 的文件可以要一张 12 GB 的表。规则：max_len·d_model 个 float32 不超过
+    ``max(64 MiB, 文件里张量的字节数)``，否则抛 ``reason="metadata"``。两个值不是整数时不查（``build()``
+    自己会拒绝）。不在 ``meta`` 设备上先建一次：meta 张量上的运算会导入 ``torch._dynamo``，常驻内存多 70 MB。
 
     参数:
         path: safetensors 文件（给了 ``tensors`` 时只用来写进消息）。
         build: 按元数据建模型（或包着模型的对象，如翻译器）的函数；元数据不对时应自己抛
             :class:`WeightsError`。
-        model: 从 ``build()`` 的结果取出 ``nn.Module``（默认就是结果本身）。
+        max_len, d_model: 元数据里配置的这两项（原样，还没检查过）。
         tensors: 已读进内存的张量（转换旧检查点时），代替文件头。
 
     例子::
@@ -226,21 +227,38 @@ def build_checked(
         >>> import tempfile, pathlib, torch
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny.safetensors"
         >>> save_weights(path, torch.nn.Linear(3, 2), {"in": 3, "out": 2})
-        >>> model = build_checked(path, lambda: torch.nn.Linear(3, 2))
-        >>> load_weights(path, model)
-        >>> build_checked(path, lambda: torch.nn.Linear(4, 2))  # doctest: +ELLIPSIS
+        >>> build_checked(path, lambda: torch.nn.Linear(3, 2), max_len=1000, d_model=16)
+        Linear(in_features=3, out_features=2, bias=True)
+        >>> build_checked(path, lambda: None, max_len=10**8, d_model=16)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        tinyformer.weights.WeightsError: '...': does not match the model: 'weight' has shape (2, 3) in the file, (2, 4) in the model
+        tinyformer.weights.WeightsError: '...': its config asks for position tables of max_len × d_model = 100000000 × 16 (6.0 GiB as float32) ...
     """
     if tensors is None:
         held = _header(path)[0]
     else:
         held = {name: (tuple(t.shape), t.dtype) for name, t in tensors.items()}
-    with torch.device("meta"):
-        shape_only = model(build())
-    _compare(path, shape_only, held)
-    _bound_computed_buffers(path, shape_only)
+    integers = all(isinstance(v, int) and not isinstance(v, bool) for v in (max_len, d_model))
+    if integers and max_len > 0 and d_model > 0:
+        table = 4 * max_len * d_model
+        held_bytes = sum(
+            math.prod(shape) * (dtype.itemsize if isinstance(dtype, torch.dtype) else 1)
+            for shape, dtype in held.values()
+        )
+        if table > max(COMPUTED_BUFFER_BYTES, held_bytes):
+            raise WeightsError(
+                path,
+                "metadata",
+                f"its config asks for position tables of max_len × d_model = {max_len} × {d_model} "
+                f"({_bytes_text(table)} as float32) that the file does not justify; at most "
+                f"{_bytes_text(COMPUTED_BUFFER_BYTES)} is allowed, or as much as the file's "
+                f"{_bytes_text(held_bytes)} of tensors when that is more: is max_len too large?",
+                "buffers",
+                max_len=max_len,
+                d_model=d_model,
+                size=_bytes_text(table),
+                held=_bytes_text(held_bytes),
+            )
     return build()
 
 
@@ -458,33 +476,6 @@ def _compare(path: str | os.PathLike, model: nn.Module, held: dict) -> None:
         more = f" (and {n} more difference{'s' * (n > 1)})" if n else ""
         raise WeightsError(
             path, "mismatch", f"does not match the model: {text}{more}", cause, **details, more=n
-        )
-
-
-def _bound_computed_buffers(path: str | os.PathLike, model: nn.Module) -> None:
-    """模型自己算、文件里没有的缓冲区合计不超过 ``max(COMPUTED_BUFFER_BYTES, 文件里张量的字节数)``。"""
-    state = model.state_dict(keep_vars=True)  # 参数本身：共享的权重是同一个对象
-    held = sum(
-        tensor.numel() * tensor.element_size()
-        for tensor in {id(t): t for t in state.values()}.values()  # 共享的权重只算一次
-    )
-    computed = {name: b for name, b in model.named_buffers() if name not in state}
-    total = sum(b.numel() * b.element_size() for b in computed.values())
-    limit = max(COMPUTED_BUFFER_BYTES, held)
-    if total > limit:
-        name, largest = max(computed.items(), key=lambda item: item[1].numel())
-        raise WeightsError(
-            path,
-            "metadata",
-            f"its config makes the model compute {_bytes_text(total)} of buffers that the file "
-            f"does not hold ({name!r} has shape {_shape_text(largest.shape)}); at most "
-            f"{_bytes_text(COMPUTED_BUFFER_BYTES)} is allowed, or as much as the file's "
-            f"{_bytes_text(held)} of tensors when that is more: is max_len too large?",
-            "buffers",
-            name=name,
-            shape=_shape_text(largest.shape),
-            size=_bytes_text(total),
-            held=_bytes_text(held),
         )
 
 

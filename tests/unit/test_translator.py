@@ -320,8 +320,8 @@ def test_convert_checks_the_old_config_against_the_old_tensors(tmp_path):
     path = old_checkpoint(tmp_path / "old.pt", max_len=2**22)
     reason, message = converted(path, tmp_path)
     assert reason == "metadata" and message.startswith(
-        "its config makes the model compute 256.0 MiB of buffers that the file does not hold "
-        "('positional.pe' has shape (4194304, 16)); at most 64.0 MiB is allowed"
+        "its config asks for position tables of max_len × d_model = 4194304 × 16 (256.0 MiB as "
+        "float32) that the file does not justify; at most 64.0 MiB is allowed"
     )
     state = tiny_translator().model.state_dict()
     state["src_embed.embedding.weight"] = state["src_embed.embedding.weight"].double()

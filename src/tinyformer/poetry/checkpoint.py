@@ -2,7 +2,7 @@
 
 元数据里有建模型所需的一切：``config``（:class:`~tinyformer.GPTConfig` 的字段）和 ``itos``（字表，
 编号 → 字）；另有训练时记下的 ``metrics`` 与 ``log``（画损失曲线用）。读文件不执行任何代码（没有 pickle）。
-读取与翻译器的检查点走同一条路（:func:`~tinyformer.weights.build_checked` 先在 meta 设备上核对配置与
+读取与翻译器的检查点走同一条路（:func:`~tinyformer.weights.build_checked` 先核对配置与
 文件里的张量，:func:`~tinyformer.weights.load_weights` 核对 SHA-256 和 nan/inf），只是元数据不同。
 """
 
@@ -61,7 +61,7 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[GPT, Vocab, dict]:
             path, "metadata", f"vocab_size={config.vocab_size} but itos has {len(vocab)} entries",
             "vocab_size", config=config.vocab_size, itos=len(vocab),
         )  # fmt: skip
-    model = build_checked(path, lambda: _build(path, config))
+    model = build_checked(path, lambda: _build(path, config), config.max_len, config.d_model)
     load_weights(path, model)
     model.eval()
     return model, vocab, metadata

@@ -6,9 +6,9 @@
     {"format": "tinyformer-translator-2", "config": {...}, "src_itos": [...], "tgt_itos": [...],
      "metrics": {...}}
 
-读取时先只读文件头里的元数据，按配置在 ``meta`` 设备上建一次模型（只有形状，不占内存），与文件头里
-张量的名字、形状、dtype 逐个比较，并限制模型自己算的位置编码表的大小（:func:`~tinyformer.weights.build_checked`），
-都对了才真正建模型、核对 SHA-256 后逐个张量装入（:func:`~tinyformer.weights.load_weights`）：读文件不执行
+读取时先只读文件头里的元数据，限制配置里位置表的大小（:func:`~tinyformer.weights.build_checked`）后建模型，
+再在读数据之前把文件头里张量的名字、形状、dtype 与模型逐个比较，核对 SHA-256 后逐个张量装入
+（:func:`~tinyformer.weights.load_weights`）：读文件不执行
 任何代码，一个配置写着 ``max_len=10**8`` 的小文件也不能让机器去分配十几 GB。这里另外核对两类结果会
 悄悄出错的问题：``pad_id`` 与词表的 ``<pad>`` 不同（真正的词会被当成补齐位遮掉），权重里有 nan 或 inf
 （写诗的检查点也一样，在 :mod:`tinyformer.weights` 里查）。
@@ -106,7 +106,7 @@ def load_checkpoint(path: str | os.PathLike) -> Translator:
         raise WeightsError(
             path, "metadata", f"is not a tinyformer translator (format={FORMAT!r})", "format"
         )
-    translator = build_checked(path, lambda: _build(path, metadata), lambda built: built.model)
+    translator = build_checked(path, lambda: _build(path, metadata), *_positions(metadata))
     load_weights(path, translator.model)
     return translator
 
@@ -155,9 +155,7 @@ def convert_checkpoint(source: str | os.PathLike, target: str | os.PathLike) -> 
                 source, "metadata", f"its state_dict entry {shorten(name)} is not a tensor "
                 f"(got {type(tensor).__name__})", "not_tensor", name=shorten(name),
             )  # fmt: skip
-    translator = build_checked(
-        source, lambda: _build(source, old), lambda built: built.model, tensors=state
-    )
+    translator = build_checked(source, lambda: _build(source, old), *_positions(old), tensors=state)
     load_tensors(source, translator.model, state)
     save_checkpoint(translator, target, **translator.metrics)
     return translator
@@ -189,6 +187,13 @@ def _check_zip(source, file) -> None:
                 "the file was damaged after torch.save wrote it", "zip_crc", member=bad,
             )  # fmt: skip
     file.seek(0)
+
+
+def _positions(metadata: dict) -> tuple:
+    """元数据里配置的 (max_len, d_model)，原样（还没检查过；缺了就是 None）。"""
+    config = metadata.get("config")
+    config = config if isinstance(config, dict) else {}
+    return config.get("max_len"), config.get("d_model")
 
 
 def _build(path, metadata: dict) -> Translator:

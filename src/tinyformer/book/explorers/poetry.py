@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import altair as alt
 import torch
 
@@ -17,7 +19,7 @@ TOP_PS = (0.5, 0.8, 0.9, 1.0)
 def sampling_data(prefix: str = PREFIX, shown: int = 12) -> dict[str, list[dict]]:
     r"""随包发布的写诗模型读入 ``<bos> prefix`` 之后，下一个字的采样分布随温度、top-k、top-p 怎样变。
 
-    logits 换成 float64 之后经 :func:`~tinyformer.poetry.sampling.next_distribution`
+    模型在 float64 下算出 logits，再经 :func:`~tinyformer.poetry.sampling.next_distribution`
     （除以温度 → top-k → softmax → top-p → 重新归一化），概率舍入到 4 位小数，任何 CPU 上相同。
     ``<pad>``、``<bos>``、``<unk>`` 与写诗时一样先去掉。
 
@@ -33,8 +35,10 @@ def sampling_data(prefix: str = PREFIX, shown: int = 12) -> dict[str, list[dict]
     check_positive_int("shown", shown)
     model, vocab = load_model()
     ids = torch.tensor([vocab.encode(prefix, bos=True)])  # (1, T)
-    with torch.no_grad():
-        logits = model(ids)[0, -1].double()  # (1, T, V) -> (V,)
+    with (
+        torch.no_grad()
+    ):  # float64 的前向：float32 的 logits 在不同 CPU 上差 ~1e-6，足以改动第 4 位小数
+        logits = copy.deepcopy(model).double()(ids)[0, -1]  # (1, T, V) -> (V,)
     banned = torch.tensor([vocab.pad_id, vocab.bos_id, vocab.unk_id])
     logits = logits.index_fill(0, banned, float("-inf"))
     order = torch.topk(logits, shown).indices.tolist()  # 原始分布里最大的几个，温度不改变这个顺序
