@@ -14,8 +14,8 @@
 1. :func:`read_metadata` 只读头，拿到配置；
 2. :func:`build_checked` 先限制配置里唯一不受文件约束的尺寸 max_len（位置表的大小），再建模型
    ——一个 30 KB 的文件不能让读者的机器去分配 12 GB；
-3. :func:`load_weights` 再核对一次头，一块一块地核对数据区的 SHA-256，然后把每个张量的字节直接
-   读进模型自己的张量：内存里始终只有模型这一份权重，装入的每个浮点数都必须有限。
+3. :func:`load_weights` 先按头核对名字、形状与 dtype（不符时一个字节的数据也不读），一块一块地核对
+   数据区的 SHA-256，然后逐个张量拷进模型：多占的内存只是正在拷的那一个张量，装入的每个浮点数都必须有限。
 
 共享的权重（输出层与词嵌入共用一个矩阵）只存一份：safetensors 不许两个名字指向同一块内存。
 写文件用 :func:`~tinyformer.atomic.atomic_write`。
@@ -425,7 +425,7 @@ def _check_digest(path: str | os.PathLike, data_start: int, digest: str) -> None
 def _tied_groups(model: nn.Module) -> list[list[str]]:
     """``model.state_dict()`` 的名字按"是不是同一个张量"分组：共享的权重（输出层 = 词嵌入）一组有两个名字。
 
-    按对象认（``keep_vars=True`` 给出参数本身）：meta 设备上的张量没有地址，按地址认不出来。
+    按对象认（``keep_vars=True`` 给出参数本身，共享的权重是同一个对象）。
     组里的第一个名字就是 :func:`save_weights` 存的那个。
     """
     groups: dict[int, list[str]] = {}

@@ -2,8 +2,8 @@
 
 元数据里有建模型所需的一切：``config``（:class:`~tinyformer.GPTConfig` 的字段）和 ``itos``（字表，
 编号 → 字）；另有训练时记下的 ``metrics`` 与 ``log``（画损失曲线用）。读文件不执行任何代码（没有 pickle）。
-读取与翻译器的检查点走同一条路（:func:`~tinyformer.weights.build_checked` 先核对配置与
-文件里的张量，:func:`~tinyformer.weights.load_weights` 核对 SHA-256 和 nan/inf），只是元数据不同。
+读取与翻译器的检查点走同一条路（:func:`~tinyformer.weights.build_checked` 先限制配置里的
+max_len，:func:`~tinyformer.weights.load_weights` 在读数据之前按头核对张量，再核对 SHA-256 和 nan/inf），只是元数据不同。
 """
 
 from __future__ import annotations
