@@ -343,7 +343,8 @@
    *     否则 probs = nextDistribution(logits, {temperature, topK, topP})，用 random()（默认 seededRandom(seed)）抽一个。
    *   - onStep(记录)：每生成一个词元就调用一次（网页上一边生成一边显示），可以返回 Promise。
    * 返回 Promise<{ids（含 start；生成了 eos 时以 eos 结尾）, steps: [{prefix, next, forced, top: [[编号, 概率]…],
-   * support（概率不为 0 的词元数）, logits}]}>：每步的 top 是概率最大的 show 个。
+   * support（概率不为 0 的词元数）, logits（ban 之后）, raw（模型给的、ban 之前的 logits）}]}>：每步的 top 是
+   * 概率最大的 show 个。
    */
   async function sampleDecode({
     step, bos, eos, start = null, maxLen = 32, greedy = false, temperature = 1, topK = null, topP = null,
@@ -360,7 +361,7 @@
       const rule = constrain ? constrain(prefix) : null;
       let record;
       if (rule && rule.force != null) {
-        record = { prefix, next: rule.force, forced: true, top: [[rule.force, 1]], support: 1, logits: null };
+        record = { prefix, next: rule.force, forced: true, top: [[rule.force, 1]], support: 1, logits: null, raw: null };
       } else {
         const output = await step([prefix]);
         const logits = Float64Array.from(output.logits[0]);
@@ -368,7 +369,8 @@
         const probs = greedy ? nextDistribution(logits) : nextDistribution(logits, { temperature, topK, topP });
         const next = greedy ? argmax(probs) : drawIndex(probs, draw());
         const support = probs.reduce((n, p) => n + (p > 0), 0);
-        record = { prefix, next, forced: false, top: topCandidates(probs, show), support, logits };
+        const raw = output.logits[0];
+        record = { prefix, next, forced: false, top: topCandidates(probs, show), support, logits, raw };
       }
       steps.push(record);
       ids.push(record.next);

@@ -4,6 +4,8 @@
   ``tinyformer.poetry.sampling.write(..., greedy=True)`` 逐字相同，每步的候选字相同，概率相差 ≤ PROB_TOL；
 - 采样：网页用自己的种子（同一个种子写出同一首诗），每一步的候选与概率就是 Python 在同一个前缀上、同样的
   温度 / top-k / top-p 下 ``next_distribution`` 给出的；
+- 格律（``form``）：四种体裁的贪心诗都与 Python 的 ``write(..., form=..., greedy=True)`` 逐字相同，每一步的分布
+  就是 Python 用 ``MeterMask`` 去掉不合律的字之后的分布；选了体裁才下载平水韵（meter.json）；
 - 每个控件都能用 Tab 走到、回车写诗；按下“写诗”之前（打字时也）不加载模型；各种宽度与配色下不横向溢出。
   下载大小与只有本章引用它：tests/book/test_live_translator.py。
 
@@ -19,8 +21,9 @@ import torch
 from tests.book.conftest import Visit, screenshot, wait_done
 from tests.book.test_inspector import assert_nothing_heavy
 from tests.kit import rounded_to_half
+from tinyformer.poetry.evaluation import FORMS, meter
 from tinyformer.poetry.pretrained import load_model
-from tinyformer.poetry.sampling import next_distribution, write
+from tinyformer.poetry.sampling import MeterMask, next_distribution, write
 
 pytestmark = pytest.mark.browser
 
@@ -54,14 +57,20 @@ def shared_page(chromium, server):
     context.close()
 
 
-def reference_step(model, vocab, text_before, acrostic, settings):
-    """Python 在前缀 <bos> + text_before 上的采样分布（write 的规则：禁 <pad>/<bos>/<unk>，藏头时也禁 <eos>）。"""
+def reference_step(model, vocab, text_before, acrostic, settings, form=None, rhyme=None):
+    """Python 在前缀 <bos> + text_before 上的采样分布（write 的规则：禁 <pad>/<bos>/<unk>，藏头时也禁 <eos>；
+    有 form 时再去掉 MeterMask 不允许的字）。"""
     with torch.no_grad():
         logits = model(torch.tensor([vocab.encode(text_before, bos=True)]))[0, -1]
     logits = logits.index_fill(
         0, torch.tensor([vocab.pad_id, vocab.bos_id, vocab.unk_id]), -torch.inf
     )
-    if acrostic:
+    if form is not None:
+        rules = MeterMask(vocab, form, rhyme)
+        for ch in text_before:
+            rules.step(vocab.stoi[ch])
+        logits = logits.masked_fill(~rules.allowed(), -torch.inf)
+    elif acrostic:
         logits[vocab.eos_id] = -torch.inf
     if settings is None:  # 贪心
         return torch.softmax(logits, -1)
@@ -69,15 +78,17 @@ def reference_step(model, vocab, text_before, acrostic, settings):
     return next_distribution(logits, temperature, top_k, top_p)
 
 
-def check_steps(web, model, vocab, prefix, acrostic, settings):
+def check_steps(web, model, vocab, prefix, acrostic, settings, form=None, rhyme=None):
     """每一步：候选字与 Python 的 topk 相同、概率相差 ≤ PROB_TOL、留下的字数相同、抽到的字概率 > 0。"""
     worst = 0.0
     text = web["text"]
     for i, step in enumerate(web["steps"]):
         before = text[: len(prefix) + i]
-        if step["topk"] == [[step["char"], 1]] and acrostic and (i == 0 or before[-1] in "，。"):
-            continue  # 藏头：强制的字
-        probs = reference_step(model, vocab, before, acrostic, settings)
+        if step["topk"] == [[step["char"], 1]] and (
+            (acrostic and (i == 0 or before[-1] in "，。")) or (form and step["char"] in "，。")
+        ):
+            continue  # 强制的字：藏头的字，格律的标点
+        probs = reference_step(model, vocab, before, acrostic, settings, form, rhyme)
         top = torch.topk(probs, min(SHOW, int((probs > 0).sum())))  # 网页不列出概率为 0 的候选
         assert [ch for ch, _ in step["topk"]] == [vocab.itos[j] for j in top.indices.tolist()], i
         for (_, p), q in zip(step["topk"], top.values.tolist(), strict=True):
@@ -121,6 +132,56 @@ def test_steps_follow_pythons_distribution(shared_page, shipped, start, settings
     check_steps(web, model, vocab, prefix, acrostic, settings)
 
 
+@pytest.mark.parametrize("form", FORMS)
+def test_constrained_greedy_poems_are_pythons(shared_page, shipped, form):
+    model, vocab = shipped
+    web = shared_page.evaluate("(o) => window.tinyformerPoem(o)", {"form": form, "greedy": True})
+    poem = write(model, vocab, form=form, greedy=True)
+    assert web["text"] == poem.text and meter(poem.text).compliant
+    assert all(0 < s["kept"] <= 1 + 1e-9 for s in web["steps"] if s["rule"])  # 每一步都说出了规则
+    check_steps(web, model, vocab, "", None, None, form)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"form": "七绝", "rhyme": "尤", "acrostic": ACROSTIC, "temperature": 0.8, "top_p": 0.9},
+        {"form": "五律", "prefix": "白日依山尽，", "temperature": 1.0, "top_k": 20},
+    ],
+    ids=["acrostic-rhyme", "prefix"],
+)
+def test_constrained_sampling_follows_the_masked_distribution(shared_page, shipped, options):
+    model, vocab = shipped
+    web = shared_page.evaluate("(o) => window.tinyformerPoem(o)", {**options, "seed": 4})
+    result = meter(web["text"])
+    assert result.form == options["form"] and result.compliant, web["text"]
+    if "rhyme" in options:
+        assert result.groups == ("下平声十一尤",)
+        assert [c[0] for c in re.split("[，。]", web["text"]) if c] == list(ACROSTIC)
+    settings = (options["temperature"], options.get("top_k"), options.get("top_p"))
+    prefix, acrostic = options.get("prefix", ""), options.get("acrostic")
+    check_steps(
+        web, model, vocab, prefix, acrostic, settings, options["form"], options.get("rhyme")
+    )
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"form": "五绝", "prefix": "白日依山尽，黄海"},
+         "开头不合五绝的格律：第 2 句第 2 个字“海”是仄声，这里要平声"),
+        ({"form": "七律", "acrostic": ACROSTIC}, "七律有 8 句，藏头须是 8 个字，得到 4 个"),
+        ({"form": "五绝", "rhyme": "乎"}, "韵部须是一个平声韵部的名字，如 尤 或 下平声十一尤，得到“乎”"),
+    ],
+    ids=["prefix-tone", "acrostic-length", "rhyme-name"],
+)  # fmt: skip
+def test_the_page_names_what_breaks_the_form_as_the_cli_does(shared_page, options, message):
+    got = shared_page.evaluate(
+        "(o) => window.tinyformerPoem(o).then(() => 'no error', (e) => e.message)", options
+    )
+    assert got == message
+
+
 def test_unknown_characters_are_named(shared_page):
     message = shared_page.evaluate(
         "() => window.tinyformerPoem({ prefix: 'Hello' }).then(() => 'no error', (e) => e.message)"
@@ -138,12 +199,13 @@ def test_the_keyboard_writes_pythons_poems_and_they_fit(open_page, site, shipped
     page.wait_for_load_state("networkidle")
     page.focus(f"{WIDGET} .pw-mode-prefix")
     order = []
-    for _ in range(8):
+    for _ in range(9):
         order.append(page.evaluate("() => document.activeElement.className"))
         page.keyboard.press("Tab")
     assert order == [
         "pw-mode-prefix",
         "pw-input",
+        "pw-form",  # 韵部的下拉框在选了体裁之前不可用，Tab 跳过它
         "pw-temperature",
         "pw-top_k",
         "pw-top_p",
@@ -169,7 +231,8 @@ def test_the_keyboard_writes_pythons_poems_and_they_fit(open_page, site, shipped
     assert page.locator(f"{WIDGET} .pw-input").is_enabled()
     page.wait_for_load_state("networkidle")
     needed = {"poet.safetensors", "poet.json", "live_translator.js", "transformer.js"}
-    assert needed <= {f.name for f in visit.loaded(site)}
+    loaded = {f.name for f in visit.loaded(site)}
+    assert needed <= loaded and "meter.json" not in loaded  # 没选体裁：不下载平水韵
     widths = page.evaluate(
         f"""() => {{ const w = document.querySelector('{WIDGET}');
           const inside = [...w.querySelectorAll('*')].map((e) => e.getBoundingClientRect().right);
@@ -188,4 +251,16 @@ def test_the_keyboard_writes_pythons_poems_and_they_fit(open_page, site, shipped
     wait_done(page, WIDGET, f"{WIDGET} .pw-status")
     acrostic = write(model, vocab, acrostic=ACROSTIC, greedy=True).text
     assert page.inner_text(f"{WIDGET} .pw-poem") == acrostic
+    # 格律：选七绝、押尤；藏头照旧，写出的诗与 Python 的相同，每张卡片说出格律要什么
+    page.select_option(f"{WIDGET} .pw-form", "七绝")
+    page.wait_for_function(f"document.querySelector('{WIDGET} .pw-rhyme').options.length > 1")
+    page.select_option(f"{WIDGET} .pw-rhyme", "下平声十一尤")
+    page.click(f"{WIDGET} .pw-run")
+    wait_done(page, WIDGET, f"{WIDGET} .pw-status")
+    ruled = write(model, vocab, acrostic=ACROSTIC, form="七绝", rhyme="尤", greedy=True).text
+    assert page.inner_text(f"{WIDGET} .pw-poem") == ruled and meter(ruled).compliant
+    assert "meter.json" in {f.name for f in visit.loaded(site)}
+    notes = page.locator(f"{WIDGET} .pw-rule").all_inner_texts()
+    assert any("押下平声十一尤" in n for n in notes) and all(n.startswith("格律：") for n in notes)
+    screenshot(page.locator(WIDGET), f"poem_writer_meter_{width}_{scheme}.png")
     visit.assert_clean()

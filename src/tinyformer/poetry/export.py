@@ -9,6 +9,10 @@ r"""把写诗模型存成网页用的半精度权重，让网页在读者的浏�
 - ``poet.json``：字表 ``itos``、特殊词元的编号、``max_len``、分句的标点 ``clause_ends``（藏头诗按它数句）、
   永不采样的词元 ``never_sampled``，以及每步显示几个候选 ``show``——浏览器照
   :func:`~tinyformer.poetry.sampling.write` 的规则采样，规则里用到的数都从这里读。
+- ``meter.json``：格律约束解码（:class:`~tinyformer.poetry.sampling.MeterMask`）要的平水韵，只含字表里的字：
+  ``tones`` 是一个与字表一样长的字符串，第 i 个字符是编号 i 的平仄（``0`` 查不到或不是汉字，``1`` 平，
+  ``2`` 仄，``3`` 两读），``groups`` 是 平声韵部 → 这一部在字表里的字，``forms`` 是 体裁 → (句数, 每句字数)。
+  读者选了体裁才下载它（约 14 KB）。
 
 采样循环不在这里：网页上的解码与采样只有一份（``_static_ch08/live_translator/live_translator.js`` 的
 ``greedyDecode``、``beamSearch``、``sampleDecode``，与模型无关）。
@@ -27,17 +31,18 @@ from ..atomic import atomic_write
 from ..gpt import GPT
 from ..weights import save_weights
 from .corpus import Vocab
+from .evaluation import FORMS, PING, ZE, rhyme_groups, tones
 from .sampling import CLAUSE_ENDS
 
 __all__ = ["export_poet"]
 
 FORMAT = "tinyformer-page-poet-1"
-FILES = ("poet.safetensors", "poet.json")
+FILES = ("poet.safetensors", "poet.json", "meter.json")
 
 
 @torch.no_grad()
 def export_poet(model: GPT, vocab: Vocab, directory: str | Path, show: int = 5) -> dict[str, Path]:
-    """把写诗模型写成 ``poet.safetensors``（float16）与 ``poet.json``，返回 ``{文件名: 路径}``。
+    """把写诗模型写成 ``poet.safetensors``（float16）、``poet.json`` 与 ``meter.json``，返回 ``{文件名: 路径}``。
 
     参数:
         model, vocab: 例如 ``tinyformer.poetry.pretrained.load_model()``。
@@ -73,7 +78,26 @@ def export_poet(model: GPT, vocab: Vocab, directory: str | Path, show: int = 5) 
         "never_sampled": [vocab.pad_id, vocab.bos_id, vocab.unk_id],
         "show": show,
     }
-    text = json.dumps(settings, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n"
-    with atomic_write(paths["poet.json"]) as file:
-        file.write(text.encode("utf-8"))
+    _write_json(paths["poet.json"], settings)
+    han = [len(ch) == 1 and "\u4e00" <= ch <= "\u9fff" for ch in vocab.itos]
+    groups: dict[str, str] = {}
+    for ch, is_han in zip(vocab.itos, han, strict=True):
+        for name in rhyme_groups(ch) if is_han else ():
+            groups[name] = groups.get(name, "") + ch
+    meter = {
+        "format": FORMAT,
+        "tones": "".join(
+            str((PING in tones(ch)) + 2 * (ZE in tones(ch))) if is_han else "0"
+            for ch, is_han in zip(vocab.itos, han, strict=True)
+        ),
+        "groups": dict(sorted(groups.items())),
+        "forms": FORMS,
+    }
+    _write_json(paths["meter.json"], meter)
     return paths
+
+
+def _write_json(path: Path, record: dict) -> None:
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n"
+    with atomic_write(path) as file:
+        file.write(text.encode("utf-8"))
