@@ -222,7 +222,8 @@ class GPT(nn.Module):
 
     词嵌入不乘 √C（GPT-2 也不乘）；位置用 **学到的** 位置嵌入 P（``nn.Embedding(max_len, C)``，
     GPT-2 的做法），所以序列不能超过 max_len。``tie_output=True`` 时 :math:`W_{out} = E`。
-    初始化同 GPT-2：线性层和嵌入的权重 ~ N(0, 0.02²)，偏置为 0，LayerNorm 的 γ=1、β=0。
+    初始化取 GPT-2 的基本做法：线性层和嵌入的权重 ~ N(0, 0.02²)，偏置为 0，LayerNorm 的 γ=1、β=0。
+    GPT-2 还把每个残差分支最后的投影按 1/√N（N 是残差层数）缩小，这里没有这样做。
     ``norm_first=False`` 时没有末尾的 LayerNorm（post-LN 的每层已以 LayerNorm 结尾）。
     ``position="rope"`` 或 ``"none"`` 时没有 P（``position_embedding`` 为 ``None``），:math:`h_0 = E[x]`；
     RoPE 的位置在每层的注意力里（所有层共用一个 :class:`~tinyformer.RotaryEmbedding`，cos/sin 表只存一份），
