@@ -11,7 +11,7 @@
  *   - 藏头诗：第 i 句的第一个字强制为第 i 个字（句以 clause_ends 分隔）；写满之前不许 <eos>，写满之后强制 <eos>；
  *   - 最多写到 max_len 个位置（含 <bos>）；
  *   - 选了体裁（五绝、七绝、五律、七律）时按平水韵的格律约束每一步，与 tinyformer.poetry.sampling.MeterMask 相同：
- *     形状固定；第 2、4、6 字的平仄、押韵句末的韵部、不押韵句末的仄声按四种格式约束，每写一个字去掉与它不合的格式；
+ *     形状固定；第 2、4、6 字的平仄、押韵句末的韵部（不重韵）、不押韵句末的仄声按四种格式约束，每写一个字去掉与它不合的格式；
  *     不合格律的字从分布里去掉（同 ban），再用同一个采样公式。平水韵在 export_poet 写的 meter.json 里，选了体裁才下载。
  * 采样用网页自己的种子（mulberry32）：同一个种子写出同一首诗，但不会与 Python（torch 的生成器）抽到的逐字相同；
  * 贪心时与 Python 逐字相同，每一步的概率与 next_distribution 的相同（tests/book/test_poem_writer.py 核对）。
@@ -94,7 +94,8 @@
       groups = new Set(fits);
     }
     const templates = [PING, ZE].flatMap((x) => [true, false].map((first) => ({ x, first, groups })));
-    return { meter, form, lines, length, templates, clause: 0, position: 0, finished: false };
+    // rhymed：已经作过韵脚的字（编号），不重韵
+    return { meter, form, lines, length, templates, clause: 0, position: 0, finished: false, rhymed: new Set() };
   }
 
   /** 这种格式在当前位置的要求：{tone, groups}（groups 为 null 时不论韵部）；null = 不论（一三五）。 */
@@ -113,11 +114,13 @@
     return null;
   }
 
-  function fits(meter, id, req) {
+  function fits(rules, id, req) {
+    const { meter } = rules;
     if (!meter.han[id]) return false;
     if (req == null) return true;
     if (!(meter.tones[id] & req.tone)) return false;
-    return req.groups == null || meter.groupsOf[id].some((g) => req.groups.has(g));
+    if (req.groups == null) return true;
+    return !rules.rhymed.has(id) && meter.groupsOf[id].some((g) => req.groups.has(g));
   }
 
   /** 一个位置的要求的中文说法（同 sampling._describe）。 */
@@ -156,17 +159,24 @@
     }
     if (!meter.han[id]) throw misfit(`汉字（每句 ${rules.length} 个字）`);
     const kept = [];
+    let rhymes = false;
     for (const template of rules.templates) {
       const req = need(rules, template);
-      if (!fits(meter, id, req)) continue;
-      const groups = req && req.groups ? new Set(meter.groupsOf[id].filter((g) => req.groups.has(g))) : template.groups;
+      if (!fits(rules, id, req)) continue;
+      let { groups } = template;
+      if (req && req.groups) {
+        groups = new Set(meter.groupsOf[id].filter((g) => req.groups.has(g)));
+        rhymes = true;
+      }
       kept.push({ ...template, groups });
     }
     if (!kept.length) {
       const wanted = [...new Set(rules.templates.map((t) => describe(need(rules, t))))];
       wanted.sort((a, b) => (a.startsWith("平") === b.startsWith("平") ? (a < b ? -1 : 1) : a.startsWith("平") ? -1 : 1));
-      throw misfit(wanted.join("或"));
+      const repeat = rules.rhymed.has(id) ? `，且不重韵（“${ch}”已经作过韵脚）` : "";
+      throw misfit(wanted.join("或") + repeat);
     }
+    if (rhymes) rules.rhymed.add(id); // 这个字可能作了韵脚（首句末字两读时也算）
     rules.templates = kept;
     rules.position += 1;
   }
@@ -176,7 +186,7 @@
     const { meter } = rules;
     const mask = new Uint8Array(meter.tones.length);
     const reqs = rules.templates.map((t) => need(rules, t));
-    for (let id = 0; id < mask.length; id += 1) mask[id] = reqs.some((req) => fits(meter, id, req)) ? 1 : 0;
+    for (let id = 0; id < mask.length; id += 1) mask[id] = reqs.some((req) => fits(rules, id, req)) ? 1 : 0;
     return mask;
   }
 

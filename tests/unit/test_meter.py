@@ -152,6 +152,8 @@ def test_constrained_poems_keep_every_rule_by_both_checkers(poet, form):
     for poem in poems:
         assert meter(poem.text).form == form and meter(poem.text).compliant, poem.text
         assert template_compliant(poem.text), poem.text
+        rhymes = [line[-1] for line in clauses(poem.text)[1::2]]
+        assert len(set(rhymes)) == len(rhymes), poem.text  # 不重韵
     assert lines_copied([p.text for p in poems], corpus.load_split("train")) <= 0.05
 
 
@@ -194,6 +196,9 @@ def test_greedy_constrained_writing_equals_the_greedy_choice_among_allowed_chara
         ({"form": "五绝", "prefix": "白日依山啼"},
          r"'啼' does not fit 五绝 at clause 1, character 5: this position needs 平声或仄声, "
          r"'啼' is 平水韵表里没有的字"),
+        ({"form": "五绝", "prefix": "白日依山尽，黄河入海流。欲穷千里目，更上一层流"},
+         r"'流' does not fit 五绝 at clause 4, character 5: this position needs 平声、押下平声十一尤，"
+         r"且不重韵（“流”已经作过韵脚）, '流' is 平声"),
         ({"form": "五绝", "prefix": "白日依山尽了"},
          r"'了' does not fit 五绝 at clause 1, character 6: this position needs “，”, '了' is 平声或仄声"),
         ({"form": "五绝", "prefix": "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"},
@@ -206,7 +211,7 @@ def test_greedy_constrained_writing_equals_the_greedy_choice_among_allowed_chara
         ({"rhyme": "尤"}, r"rhyme needs a form, got rhyme='尤' and form=None"),
         ({"form": "五言"}, r"form must be one of \('五绝', '七绝', '五律', '七律'\), got form='五言'"),
     ],
-    ids=["tone", "unknown-character", "mark", "whole-poem", "acrostic-length", "rhyme-name",
+    ids=["tone", "repeated-rhyme", "unknown-character", "mark", "whole-poem", "acrostic-length", "rhyme-name",
          "rhyme-without-form", "form-name"],
 )  # fmt: skip
 def test_write_names_the_character_and_rule_a_prefix_breaks(poet, kwargs, message):

@@ -76,7 +76,7 @@ class MeterMask:
 
     四种格式按首句第 2 字的平仄 x（平起/仄起）和首句入不入韵分；其余各句第 2 字依次是 x、反 x、反 x、x、
     x、反 x、反 x、x（对、粘），每句第 2、4、6 字平仄交替（二四六分明）；偶数句与入韵的首句末字押
-    同一个平声韵部，其余句末是仄声。一开始四种格式都还可能，每写一个字就去掉与它不合的格式，所以
+    同一个平声韵部，其余句末是仄声；用过的韵脚字不再作韵脚（不重韵）。一开始四种格式都还可能，每写一个字就去掉与它不合的格式，所以
     第一个受约束的字定下平起或仄起，首句末字定下入韵与否，第一个韵脚定下韵部（``rhyme`` 给了就只用那一部：
     全名如 ``"下平声十一尤"``，或韵目如 ``"尤"``）。
 
@@ -122,6 +122,7 @@ class MeterMask:
             0,
         )  # 正在写第几句（从 0 数）的第几个字；position == length 是标点
         self.finished = False
+        self.rhymed: set[int] = set()  # 已经作过韵脚的字（编号）：不重韵
 
     def _mark(self) -> str:
         return "，" if self.clause % 2 == 0 else "。"
@@ -144,8 +145,9 @@ class MeterMask:
             return self._han
         tone, groups = need
         mask = self._tone[tone]
-        if groups is not None:
+        if groups is not None:  # 韵脚：这几部的字，用过的韵脚字除外
             mask = mask & torch.stack([self._group[g] for g in groups]).any(0)
+            mask[list(self.rhymed)] = False
         return mask
 
     def forced(self) -> int | None:
@@ -180,17 +182,20 @@ class MeterMask:
             return
         if not self._han[token]:
             raise MeterError(self, ch, f"汉字（每句 {self.length} 个字）")
-        kept = []
+        kept, rhymes = [], False
         for template in self.templates:
             need = self._need(template)
             if self._mask(need)[token]:
                 x, first, groups = template
                 if need is not None and need[1] is not None:  # 韵脚：韵部缩小到这个字的
-                    groups = need[1] & rhyme_groups(ch)
+                    groups, rhymes = need[1] & rhyme_groups(ch), True
                 kept.append((x, first, groups))
         if not kept:
             needs = sorted({_describe(self._need(t)) for t in self.templates}, key=_ping_first)
-            raise MeterError(self, ch, "或".join(needs))
+            repeat = f"，且不重韵（“{ch}”已经作过韵脚）" if token in self.rhymed else ""
+            raise MeterError(self, ch, "或".join(needs) + repeat)
+        if rhymes:  # 这个字可能作了韵脚（首句末字两读时也算）
+            self.rhymed.add(token)
         self.templates = kept
         self.position += 1
 
