@@ -192,27 +192,30 @@ def test_greedy_constrained_writing_equals_the_greedy_choice_among_allowed_chara
     "kwargs, message",
     [
         ({"form": "五绝", "prefix": "白日依山尽，黄海"},
-         r"'海' does not fit 五绝 at clause 2, character 2: this position needs 平声, '海' is 仄声"),
+         r"'海' does not fit 五绝 at clause 2, character 2: this position needs a level \(平\) "
+         r"character; '海' is oblique \(仄\)"),
         ({"form": "五绝", "prefix": "白日依山啼"},
-         r"'啼' does not fit 五绝 at clause 1, character 5: this position needs 平声或仄声, "
-         r"'啼' is 平水韵表里没有的字"),
+         r"'啼' does not fit 五绝 at clause 1, character 5: this position needs a level \(平\) "
+         r"character or an oblique \(仄\) character; '啼' is not in the Pingshui table"),
         ({"form": "五绝", "prefix": "白日依山尽，黄河入海流。欲穷千里目，更上一层流"},
-         r"'流' does not fit 五绝 at clause 4, character 5: this position needs 平声、押下平声十一尤，"
-         r"且不重韵（“流”已经作过韵脚）, '流' is 平声"),
+         r"'流' does not fit 五绝 at clause 4, character 5: this position needs a level \(平\) "
+         r"character rhyming in 下平声十一尤, and not a character that has already rhymed; "
+         r"'流' is level \(平\)"),
         ({"form": "五绝", "prefix": "白日依山尽了"},
-         r"'了' does not fit 五绝 at clause 1, character 6: this position needs “，”, '了' is 平声或仄声"),
+         r"'了' does not fit 五绝 at clause 1, character 6: this position needs '，'; "
+         r"'了' is level \(平\) or oblique \(仄\)"),
         ({"form": "五绝", "prefix": "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"},
          r"prefix is already a whole 五绝: prefix='白日依山尽，黄河入海流。欲穷千里目，更上一层楼。'"),
         ({"form": "七律", "acrostic": "春夏秋冬"},
          r"a 七律 has 8 clauses, so the acrostic needs 8 characters, got acrostic='春夏秋冬' \(4\)"),
         ({"form": "五绝", "rhyme": "乎"},
-         r"rhyme must name one 平声 rhyme group of 平水韵, such as '下平声十一尤' or '尤', "
-         r"got rhyme='乎' \(0 groups match\)"),
+         r"rhyme must name one level-tone rhyme group of the Pingshui table, by its full name or "
+         r"its end \(such as '上平声一东' or '东'\), got rhyme='乎' \(0 groups match\)"),
         ({"rhyme": "尤"}, r"rhyme needs a form, got rhyme='尤' and form=None"),
         ({"form": "五言"}, r"form must be one of \('五绝', '七绝', '五律', '七律'\), got form='五言'"),
     ],
-    ids=["tone", "repeated-rhyme", "unknown-character", "mark", "whole-poem", "acrostic-length", "rhyme-name",
-         "rhyme-without-form", "form-name"],
+    ids=["tone", "unknown-character", "repeated-rhyme", "mark", "whole-poem", "acrostic-length",
+         "rhyme-name", "rhyme-without-form", "form-name"],
 )  # fmt: skip
 def test_write_names_the_character_and_rule_a_prefix_breaks(poet, kwargs, message):
     model, vocab = poet

@@ -110,9 +110,11 @@ class MeterMask:
         if rhyme is not None:
             fits = [g for g in names if g.endswith(rhyme)] if rhyme else []
             if len(fits) != 1:
+                example = names[0] if names else ""
                 raise ValueError(
-                    f"rhyme must name one 平声 rhyme group of 平水韵, such as '下平声十一尤' or '尤', "
-                    f"got rhyme={rhyme!r} ({len(fits)} groups match)"
+                    f"rhyme must name one level-tone rhyme group of the Pingshui table, by its "
+                    f"full name or its end (such as {example!r} or {example[-1:]!r}), got "
+                    f"rhyme={rhyme!r} ({len(fits)} groups match)"
                 )
             groups = frozenset(fits)
         # 还可能的格式：(首句第 2 字的平仄, 首句入韵?, 还可能的韵部；None = 任何一部)
@@ -174,14 +176,13 @@ class MeterMask:
         forced = self.forced()
         if forced is not None:
             if token != forced:
-                need = "<eos>" if self.finished else f"“{self.vocab.itos[forced]}”"
-                raise MeterError(self, ch, need)
+                raise MeterError(self, ch, [("eos",) if self.finished else ("mark", self._mark())])
             if self.position == self.length:
                 self.clause, self.position = self.clause + 1, 0
                 self.finished = self.clause == self.lines
             return
         if not self._han[token]:
-            raise MeterError(self, ch, f"汉字（每句 {self.length} 个字）")
+            raise MeterError(self, ch, [("han", self.length)])
         kept, rhymes = [], False
         for template in self.templates:
             need = self._need(template)
@@ -191,9 +192,8 @@ class MeterMask:
                     groups, rhymes = need[1] & rhyme_groups(ch), True
                 kept.append((x, first, groups))
         if not kept:
-            needs = sorted({_describe(self._need(t)) for t in self.templates}, key=_ping_first)
-            repeat = f"，且不重韵（“{ch}”已经作过韵脚）" if token in self.rhymed else ""
-            raise MeterError(self, ch, "或".join(needs) + repeat)
+            needs = {("tone", *_shown(self._need(t))) for t in self.templates}
+            raise MeterError(self, ch, sorted(needs, key=_ping_first), token in self.rhymed)
         if rhymes:  # 这个字可能作了韵脚（首句末字两读时也算）
             self.rhymed.add(token)
         self.templates = kept
@@ -201,41 +201,77 @@ class MeterMask:
 
 
 class MeterError(ValueError):
-    """一个字不合格律（:meth:`MeterMask.step`）：``char`` 在第 ``clause`` 句第 ``position`` 个字
-    （都从 1 数），这里要 ``need``（如“平声”），它是 ``has``（如“仄声”）。"""
+    """一个字不合格律（:meth:`MeterMask.step`）：``char`` 在第 ``clause`` 句第 ``position`` 个字（都从 1 数）。
 
-    def __init__(self, rules: MeterMask, char: str, need: str):
-        self.form, self.char, self.need = rules.form, char, need
+    ``wanted`` 是这里可以写的（任一即可）：``("eos",)``、``("mark", 标点)``、``("han", 每句字数)``（一个汉字）、
+    ``("tone", 平仄, 韵部或 None)``；``repeat``：这个字已经作过韵脚（不重韵）。消息是英文的，:meth:`zh`
+    是命令行用的中文说法。
+    """
+
+    def __init__(self, rules: MeterMask, char: str, wanted: list[tuple], repeat: bool = False):
+        self.form, self.char, self.wanted, self.repeat = rules.form, char, wanted, repeat
         self.clause, self.position = rules.clause + 1, rules.position + 1
-        known = tones(char)
-        self.has = "或".join(f"{t}声" for t in (PING, ZE) if t in known) or "平水韵表里没有的字"
+        self.tones = [t for t in (PING, ZE) if t in tones(char)]
+        has = " or ".join(_TONE_EN[t] for t in self.tones) or "not in the Pingshui table"
+        again = ", and not a character that has already rhymed" if repeat else ""
         super().__init__(
             f"{char!r} does not fit {self.form} at clause {self.clause}, character "
-            f"{self.position}: this position needs {need}, {char!r} is {self.has}"
+            f"{self.position}: this position needs {' or '.join(map(_english, wanted))}{again}; "
+            f"{char!r} is {has}"
         )
 
     def zh(self) -> str:
-        """中文的说法（命令行用）。"""
+        """中文的说法（命令行用；网页的 poem_writer.js 说同样的话）。"""
+        has = "或".join(f"{t}声" for t in self.tones) or "平水韵表里没有的字"
+        need = "或".join(map(_chinese, self.wanted))
+        if self.repeat:
+            need += f"，且不重韵（“{self.char}”已经作过韵脚）"
         return (
             f"不合{self.form}的格律：第 {self.clause} 句第 {self.position} 个字“{self.char}”"
-            f"是{self.has}，这里要{self.need}"
+            f"是{has}，这里要{need}"
         )
+
+
+_TONE_EN = {PING: f"level ({PING})", ZE: f"oblique ({ZE})"}
+
+
+def _english(want: tuple) -> str:
+    kind, *rest = want
+    if kind == "eos":
+        return "<eos>"
+    if kind == "mark":
+        return repr(rest[0])
+    if kind == "han":
+        return f"a Han character (each clause has {rest[0]})"
+    tone, groups = rest
+    article = "a" if tone == PING else "an"
+    return f"{article} {_TONE_EN[tone]} character" + (f" rhyming in {'/'.join(groups)}" if groups else "")
+
+
+def _chinese(want: tuple) -> str:
+    kind, *rest = want
+    if kind == "eos":
+        return "<eos>"
+    if kind == "mark":
+        return f"“{rest[0]}”"
+    if kind == "han":
+        return f"汉字（每句 {rest[0]} 个字）"
+    tone, groups = rest
+    return f"{tone}声" + (f"、押{'/'.join(groups)}" if groups else "")
 
 
 def _flip(tone: str) -> str:
     return ZE if tone == PING else PING
 
 
-def _ping_first(text: str) -> tuple[bool, str]:
-    return (not text.startswith(PING), text)
+def _ping_first(want: tuple) -> tuple[bool, tuple]:
+    return (want[1] != PING, want)
 
 
-def _describe(need) -> str:
-    """一个位置的要求的中文说法：“平声”“仄声”“平声、押下平声十一尤”。"""
+def _shown(need) -> tuple[str, tuple[str, ...] | None]:
+    """一个位置的要求，用来说给人听：(平仄, 韵部)；可选的韵部多于 3 个时不列出。"""
     tone, groups = need
-    if groups is None or len(groups) > 3:
-        return f"{tone}声"
-    return f"{tone}声、押{'/'.join(sorted(groups))}"
+    return tone, (tuple(sorted(groups)) if groups is not None and len(groups) <= 3 else None)
 
 
 @dataclass
