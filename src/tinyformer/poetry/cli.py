@@ -33,7 +33,7 @@ from .._cli import EXIT_USAGE, usage_error, writable_file
 from ..gpt import TEMPERATURES
 from .checkpoint import load_checkpoint, save_checkpoint
 from .corpus import Vocab, bigram_bits_per_char, load_split, unigram_bits_per_char
-from .evaluation import FORMS, format_valid, lines_copied, meter_rate
+from .evaluation import FORMS, format_valid, is_han, lines_copied, meter_rate
 from .pretrained import weights_path
 from .sampling import CLAUSE_ENDS, MeterError, MeterMask, write
 from .training import evaluate, make_model, setup_distributed, train
@@ -147,7 +147,7 @@ def _check_text(vocab: Vocab, args, max_len: int) -> None:
             )
         if any(ch in CLAUSE_ENDS for ch in acrostic):
             usage_error(f"--acrostic 只能是汉字，不能有标点：{acrostic!r}")
-    bad = sorted({ch for ch in prefix if not ("\u4e00" <= ch <= "\u9fff" or ch in CLAUSE_ENDS)})
+    bad = sorted({ch for ch in prefix if not (is_han(ch) or ch in CLAUSE_ENDS)})
     if bad:
         usage_error(f"--prefix 只能有汉字和 ，。：{''.join(bad)!r} 不行")
     if len(prefix) + 2 > max_len:

@@ -26,6 +26,7 @@ __all__ = [
     "clauses",
     "form",
     "format_valid",
+    "is_han",
     "lines_copied",
     "meter",
     "meter_rate",
@@ -35,6 +36,11 @@ __all__ = [
 
 HAN = "\u4e00-\u9fff"  # CJK 统一汉字基本区
 _COUPLETS = re.compile(rf"(?:[{HAN}]+，[{HAN}]+。)+")  # 一联 = 两句 + ，。
+
+
+def is_han(ch: str) -> bool:
+    """一个 CJK 统一汉字（基本区 U+4E00–U+9FFF，语料只收这些字）；标点、特殊词元都不是。"""
+    return len(ch) == 1 and "\u4e00" <= ch <= "\u9fff"
 
 
 def clauses(poem: str) -> list[str]:

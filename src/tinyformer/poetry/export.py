@@ -31,7 +31,7 @@ from ..atomic import atomic_write
 from ..gpt import GPT
 from ..weights import save_weights
 from .corpus import Vocab
-from .evaluation import FORMS, PING, ZE, rhyme_groups, tones
+from .evaluation import FORMS, PING, ZE, is_han, rhyme_groups, tones
 from .sampling import CLAUSE_ENDS
 
 __all__ = ["export_poet"]
@@ -79,16 +79,15 @@ def export_poet(model: GPT, vocab: Vocab, directory: str | Path, show: int = 5) 
         "show": show,
     }
     _write_json(paths["poet.json"], settings)
-    han = [len(ch) == 1 and "\u4e00" <= ch <= "\u9fff" for ch in vocab.itos]
     groups: dict[str, str] = {}
-    for ch, is_han in zip(vocab.itos, han, strict=True):
-        for name in rhyme_groups(ch) if is_han else ():
+    for ch in vocab.itos:
+        for name in rhyme_groups(ch) if is_han(ch) else ():
             groups[name] = groups.get(name, "") + ch
     meter = {
         "format": FORMAT,
         "tones": "".join(
-            str((PING in tones(ch)) + 2 * (ZE in tones(ch))) if is_han else "0"
-            for ch, is_han in zip(vocab.itos, han, strict=True)
+            str((PING in tones(ch)) + 2 * (ZE in tones(ch))) if is_han(ch) else "0"
+            for ch in vocab.itos
         ),
         "groups": dict(sorted(groups.items())),
         "forms": FORMS,

@@ -41,7 +41,7 @@ from .._checks import (
 from ..cache import KVCache
 from ..gpt import GPT, check_sampling, next_distribution
 from .corpus import Vocab
-from .evaluation import FORMS, PING, ZE, rhyme_groups, tones
+from .evaluation import FORMS, PING, ZE, is_han, rhyme_groups, tones
 
 __all__ = ["MeterError", "MeterMask", "Poem", "next_distribution", "write"]
 
@@ -101,8 +101,7 @@ class MeterMask:
         self.vocab, self.form = vocab, form
         self.lines, self.length = FORMS[form]
         chars = vocab.itos
-        han = [len(ch) == 1 and "\u4e00" <= ch <= "\u9fff" for ch in chars]
-        self._han = torch.tensor(han)
+        self._han = torch.tensor([is_han(ch) for ch in chars])
         self._tone = {t: torch.tensor([t in tones(ch) for ch in chars]) for t in (PING, ZE)}
         names = sorted({g for ch in chars for g in rhyme_groups(ch)})
         self._group = {g: torch.tensor([g in rhyme_groups(ch) for ch in chars]) for g in names}
@@ -245,7 +244,9 @@ def _english(want: tuple) -> str:
         return f"a Han character (each clause has {rest[0]})"
     tone, groups = rest
     article = "a" if tone == PING else "an"
-    return f"{article} {_TONE_EN[tone]} character" + (f" rhyming in {'/'.join(groups)}" if groups else "")
+    return f"{article} {_TONE_EN[tone]} character" + (
+        f" rhyming in {'/'.join(groups)}" if groups else ""
+    )
 
 
 def _chinese(want: tuple) -> str:
