@@ -9,9 +9,12 @@
    即 4 句（绝句）或 8 句（律诗）；字只许是 CJK 统一汉字 U+4E00–U+9FFF，所以带括号、□、
    注释、异体扩展区字的诗都不要；
 5. 去重（简体后逐字相同的只留第一首）；
-6. 按诗划分：每首诗按 ``sha256(诗的 UTF-8)`` 的十六进制排序，前 1,000 首是测试集，接着 1,000 首是
-   验证集，其余是训练集（同一首诗不会同时出现在两个集合里，划分与读文件的顺序无关）；
-7. 写出 ``src/tinyformer/poetry/data/train.txt.gz``（gzip，mtime=0，不带文件名）、``valid.txt``、``test.txt``：UTF-8，一行一首诗，
+6. 把同一首诗的几份归成一组（:func:`tinyformer.poetry.evaluation.twins`：一首至少一半的句在另一首里
+   有至多差一个字的伙伴；重出、异文。并查集取传递闭包）；
+7. 按组划分：每组以组里最小的 ``sha256(诗的 UTF-8)``（十六进制）为键排序，依次放进第一个还放得下
+   整组的集合——测试集（1,000 首）、验证集（1,000 首）、训练集（其余）。一组不会拆到两个集合里，
+   划分与读文件的顺序无关；每个集合里的诗按自己的哈希排序；
+8. 写出 ``src/tinyformer/poetry/data/train.txt.gz``（gzip，mtime=0，不带文件名）、``valid.txt``、``test.txt``：UTF-8，一行一首诗，
    按上面的哈希顺序；``LICENSE``（原包的许可证原文）和 ``provenance.json``。
 
 同一台机器上重跑得到逐字节相同的文件（没有时间戳；gzip 的输出只取决于 zlib 的版本）。
@@ -35,7 +38,7 @@ from pathlib import Path
 import opencc
 
 from tinyformer.atomic import atomic_write
-from tinyformer.poetry.evaluation import format_valid
+from tinyformer.poetry.evaluation import format_valid, twins
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "src" / "tinyformer" / "poetry" / "data"
@@ -52,7 +55,11 @@ RULES = [
     "or every clause 7 Han characters: 4 clauses (绝句) or 8 clauses (律诗)",
     "Han character = U+4E00..U+9FFF; anything else (brackets, □, notes, other blocks) rejects the poem",
     "deduplicate on the simplified text, keeping the first occurrence",
-    "order poems by sha256 of their UTF-8 text (hex); first 1000 = test, next 1000 = valid, rest = train",
+    "group twins (tinyformer.poetry.evaluation.twins: at least half of one poem's clauses have a "
+    "partner in the other, same length and at most one character different), transitively",
+    "order groups by the smallest sha256 (hex) of their poems' UTF-8 text; each group goes whole into "
+    "the first split with room for it: test (1000 poems), valid (1000), train (the rest)",
+    "inside a split, poems are ordered by their own sha256",
     "files: UTF-8, one poem per line, '\\n' line ends; train gzip-compressed (level 9, mtime 0, no name)",
 ]
 
@@ -86,8 +93,30 @@ def read_poems(tarball: Path) -> tuple[list[str], str, int]:
     return poems, licence, len(poems)
 
 
-def build(poems: list[str]) -> dict[str, list[str]]:
-    """转简体、筛选、去重、按哈希划分（:data:`RULES`）。"""
+def groups(poems: list[str]) -> list[list[str]]:
+    """同一首诗的几份归成一组（并查集），组按最小的哈希排序，组内按哈希排序。"""
+    parent = list(range(len(poems)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j in twins(poems):
+        parent[root(i)] = root(j)
+    members: dict[int, list[str]] = {}
+    for i, poem in enumerate(poems):
+        members.setdefault(root(i), []).append(poem)
+    return sorted((sorted(g, key=digest) for g in members.values()), key=lambda g: digest(g[0]))
+
+
+def digest(poem: str) -> str:
+    return hashlib.sha256(poem.encode("utf-8")).hexdigest()
+
+
+def build(poems: list[str]) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """转简体、筛选、去重、归组、按组划分（:data:`RULES`）；也返回归组的统计。"""
     converter = opencc.OpenCC("t2s")
     kept, seen = [], set()
     for text in poems:
@@ -95,12 +124,17 @@ def build(poems: list[str]) -> dict[str, list[str]]:
         if format_valid(simple) and simple not in seen:
             seen.add(simple)
             kept.append(simple)
-    kept.sort(key=lambda poem: hashlib.sha256(poem.encode("utf-8")).hexdigest())
-    return {
-        "test": kept[:TEST_POEMS],
-        "valid": kept[TEST_POEMS : TEST_POEMS + VALID_POEMS],
-        "train": kept[TEST_POEMS + VALID_POEMS :],
-    }
+    room = {"test": TEST_POEMS, "valid": VALID_POEMS, "train": len(kept)}
+    splits: dict[str, list[str]] = {name: [] for name in room}
+    grouped = groups(kept)
+    for group in grouped:
+        name = next(n for n in room if len(splits[n]) + len(group) <= room[n])
+        splits[name].extend(group)
+    for lines in splits.values():
+        lines.sort(key=digest)
+    shared = [g for g in grouped if len(g) > 1]
+    stats = {"groups_of_two_or_more": len(shared), "poems_in_them": sum(map(len, shared))}
+    return splits, stats
 
 
 def write(path: Path, data: bytes) -> None:
@@ -112,7 +146,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         tarball = fetch(Path(folder))
         poems, licence, read = read_poems(tarball)
-    splits = build(poems)
+    splits, twin_groups = build(poems)
     DATA.mkdir(parents=True, exist_ok=True)
     counts = {}
     for name, lines in splits.items():
@@ -139,6 +173,7 @@ def main() -> None:
         "command": "python -m tools.poetry_corpus",
         "poems_read": read,
         "rules": RULES,
+        "twin_groups": twin_groups,
         "splits": counts,
     }
     write(DATA / "LICENSE", licence.encode("utf-8"))

@@ -46,6 +46,59 @@ def test_corpus_is_simplified_regulated_verse_split_by_poem():
     assert sum(map(len, seen)) == sum(map(len, splits.values()))  # 没有重复
 
 
+def _twin_finder(pool: list[str]):
+    """独立写一遍 twins 的规则：每句的每个位置换成 *，查同样“挖空”的句（不用半句索引）。"""
+    theirs = [evaluation.clauses(p) for p in pool]
+    index: dict[str, set[int]] = {}
+    for j, poem_clauses in enumerate(theirs):
+        for clause in poem_clauses:
+            for pos in range(len(clause)):
+                index.setdefault(clause[:pos] + "*" + clause[pos + 1 :], set()).add(j)
+
+    def has_twin(poem: str) -> bool:
+        mine = evaluation.clauses(poem)
+        partners: dict[int, tuple[set[int], set[int]]] = {}
+        for k, clause in enumerate(mine):
+            masks = (clause[:p] + "*" + clause[p + 1 :] for p in range(len(clause)))
+            for j in set().union(*(index.get(mask, ()) for mask in masks)):
+                for m, other in enumerate(theirs[j]):
+                    if len(other) == len(clause) and sum(map(str.__ne__, clause, other)) <= 1:
+                        partners.setdefault(j, (set(), set()))[0].add(k)
+                        partners[j][1].add(m)
+        return any(
+            2 * len(a) >= len(mine) or 2 * len(b) >= len(theirs[j])
+            for j, (a, b) in partners.items()
+        )
+
+    return has_twin
+
+
+def test_no_test_or_validation_poem_has_a_twin_in_train():
+    train = corpus.load_split("train")
+    held_out = corpus.load_split("test") + corpus.load_split("valid")
+    has_twin = _twin_finder(train)
+    assert [p for p in held_out if has_twin(p)] == []
+    # 规则找得到：一首测试诗改一个字放进训练集，就查出来
+    poem = held_out[0]
+    variant = ("风" if poem[0] != "风" else "雨") + poem[1:]
+    assert _twin_finder(train[:100] + [variant])(poem)
+
+
+def test_twins_are_poems_sharing_half_their_clauses_up_to_one_character():
+    jueju = "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    cases = [
+        ("白日依山近，黄河入海流。此时愁更远，谁识我心忧。", True),  # 两句，其中一句差一个字
+        ("白日依山尽，江水向东流。明月照高楼，流光正徘徊。", False),  # 只共用一句
+        ("白月依山近，黄河入海流。此时愁更远，谁识我心忧。", False),  # 差两个字的句不算伙伴
+        ("黄河入海流，白日依山尽。此时愁更远，谁识我心忧。", True),  # 位置不限
+        ("白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+         "此时愁更远，谁识我心忧。明月照高楼，流光正徘徊。", True),  # 绝句的四句都在律诗里
+    ]  # fmt: skip
+    for other, expected in cases:
+        assert (list(evaluation.twins([jueju], [other])) == [(0, 0)]) is expected, other
+        assert (list(evaluation.twins([other, jueju])) == [(0, 1)]) is expected, other
+
+
 # ---------------------------------------------------------------- 字表与基线
 
 

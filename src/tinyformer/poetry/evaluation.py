@@ -4,6 +4,7 @@
 
 - :func:`format_valid`：是不是绝句或律诗的形状（与语料的筛选规则相同）；
 - :func:`lines_copied`：生成的句子里有多少是训练集里逐字出现过的句子（背诵，而不是创作）；
+- :func:`twins`：哪些诗是同一首诗的两份（重出、异文），划分语料时它们须在同一个集合里；
 - :func:`meter`：近体诗的格律，按 **平水韵**（:func:`tones`、:func:`rhyme_groups`）逐条检查：押韵、
   不押韵的句末用仄声、二四六分明、对、粘，以及它们能否同时成立（全合）；:func:`meter_rate` 是一组诗里
   全合的比例。唐诗按中古音押韵，不能用普通话的读音判断：入声字（白、国、竹……）今天多读平声，当时是仄声。
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -32,6 +34,7 @@ __all__ = [
     "meter_rate",
     "rhyme_groups",
     "tones",
+    "twins",
 ]
 
 HAN = "\u4e00-\u9fff"  # CJK 统一汉字基本区
@@ -87,6 +90,47 @@ def lines_copied(samples: Iterable[str], train_poems: Iterable[str]) -> float:
     wanted = set(written)
     copied = {c for poem in train_poems for c in clauses(poem) if c in wanted}
     return sum(c in copied for c in written) / max(1, len(written))
+
+
+def twins(poems: Sequence[str], others: Sequence[str] | None = None) -> Iterator[tuple[int, int]]:
+    """同一首诗的两份：``poems[i]`` 与 ``others[j]`` 是一对（不给 ``others`` 时在 ``poems`` 内部找，i < j）。
+
+    规则：**一首诗至少一半的句在另一首里有“伙伴”**——一样长、至多差一个字的句（位置不限）。
+    全唐诗里同一首诗常收两次（重出），或者抄本不同、改了一两个字（异文）；两首都被拆进训练集
+    和测试集，测试就成了背诵。只共用一句套语（“白日依山尽”之类）的两首诗不算。
+
+    找法：两句至多差一个字，那么前半（``c[:n // 2]``）或后半一定逐字相同；先按半句查候选，
+    再数差几个字。
+
+    例子::
+
+        >>> list(twins(["白日依山尽，黄河入海流。欲穷千里目，更上一层楼。",
+        ...             "白日依山尽，黄河入海流。此时愁更远，谁识我心忧。",
+        ...             "白日依山近，江水向东流。明月照高楼，流光正徘徊。"]))
+        [(0, 1)]
+    """
+    pool = [clauses(p) for p in (poems if others is None else others)]
+    index = defaultdict(list)  # (句长, 前半或后半, 半句) → [(第几首, 第几句), ...]
+    for j, theirs in enumerate(pool):
+        for m, clause in enumerate(theirs):
+            half = len(clause) // 2
+            index[len(clause), 0, clause[:half]].append((j, m))
+            index[len(clause), 1, clause[half:]].append((j, m))
+    for i, poem in enumerate(poems):
+        mine = clauses(poem)
+        hits = defaultdict(lambda: (set(), set()))  # j → (我这边有伙伴的句, 它那边有伙伴的句)
+        for k, clause in enumerate(mine):
+            half = len(clause) // 2
+            for key in ((len(clause), 0, clause[:half]), (len(clause), 1, clause[half:])):
+                for j, m in index.get(key, ()):
+                    if others is None and j <= i:
+                        continue
+                    if sum(a != b for a, b in zip(clause, pool[j][m], strict=True)) <= 1:
+                        hits[j][0].add(k)
+                        hits[j][1].add(m)
+        for j, (mine_hit, theirs_hit) in hits.items():
+            if 2 * len(mine_hit) >= len(mine) or 2 * len(theirs_hit) >= len(pool[j]):
+                yield i, j
 
 
 # ---- 平水韵与近体诗的格律 ----
