@@ -4,7 +4,7 @@
 
 运行一次 :data:`COMMAND`（单线程，CPU），再运行 :data:`EVALUATE`（默认采样设置下写 100 首诗，
 量形状、抄袭率、格律），把两条命令、它们最后打印的那行 JSON、torch 版本、日期、CPU 写进
-``src/tinyformer/poetry/weights/poetry.json``。这台 2 核、与别的任务共用的机器上约 20–25 分钟。
+``src/tinyformer/poetry/weights/poetry.json``。这台 2 核、与别的任务共用的机器上约 20–30 分钟（测试要求训练不超过 30 分钟）。
 ``--evaluate-only`` 只重跑评估（权重和训练的记录不变）。
 """
 

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+from collections import Counter
 
 import pytest
 import torch
@@ -130,6 +131,74 @@ def test_baselines_equal_a_hand_computation():
     assert corpus.bigram_bits_per_char(train, test, vocab) == pytest.approx(bigram, abs=1e-12)
     with pytest.raises(ValueError, match=r"lam must be in \[0, 1\], got lam=1.5"):
         corpus.bigram_bits_per_char(train, test, vocab, lam=1.5)
+
+
+class _KneserNey:
+    """修正的插值 Kneser–Ney，照 Chen & Goodman (1999) 用字典逐条写出，与向量化的实现对照。"""
+
+    def __init__(self, train, vocab, order):
+        self.order, self.outcomes = (
+            order,
+            [i for i in range(len(vocab)) if i not in (0, vocab.bos_id)],
+        )
+        self.bos = vocab.bos_id
+        raw = {k: Counter() for k in range(1, order + 1)}
+        for ids in corpus._targets(train, vocab):
+            for t in range(1, len(ids)):  # 每个被预测的位置，每一阶
+                for k in range(1, min(order, t + 1) + 1):
+                    raw[k][tuple(ids[t - k + 1 : t + 1])] += 1
+        self.c = {order: raw[order]}
+        for k in range(1, order):
+            left = Counter(g[1:] for g in raw[k + 1])  # 不同的左邻有几个
+            self.c[k] = Counter({g: raw[k][g] if g[0] == self.bos else left[g] for g in raw[k]})
+        self.d = {}
+        for k, c in self.c.items():
+            n = [sum(v == r for v in c.values()) for r in (1, 2, 3, 4)]
+            y = n[0] / (n[0] + 2 * n[1])
+            self.d[k] = [
+                0,
+                1 - 2 * y * n[1] / n[0],
+                2 - 3 * y * n[2] / n[1],
+                3 - 4 * y * n[3] / n[2],
+            ]
+        self.rows = {k: {} for k in self.c}  # 上文 → {w: c}
+        for k, c in self.c.items():
+            for g, v in c.items():
+                self.rows[k].setdefault(g[:-1], {})[g[-1]] = v
+
+    def p(self, history, w):
+        p = 1 / len(self.outcomes)
+        for k in range(1, min(self.order, len(history) + 1) + 1):
+            row = self.rows[k].get(tuple(history[len(history) - k + 1 :]) if k > 1 else ())
+            if row:
+                d = self.d[k]
+                gamma = sum(d[min(v, 3)] for v in row.values())
+                c = row.get(w, 0)
+                p = (c - d[min(c, 3)] + gamma * p) / sum(row.values())
+        return p
+
+
+def test_kneser_ney_equals_the_textbook_formulas_and_each_distribution_sums_to_one():
+    train, valid = corpus.load_split("train")[:400], corpus.load_split("valid")[:20]
+    vocab = Vocab.build(train)
+    for order in (2, 3):
+        reference = _KneserNey(train, vocab, order)
+        bits = []
+        for ids in corpus._targets(valid, vocab):
+            for t in range(1, len(ids)):
+                bits.append(-math.log2(reference.p(ids[:t], ids[t])))
+        ours = corpus.kneser_ney_bits_per_char(train, valid, vocab, order=order, shape=False)
+        assert ours == pytest.approx(sum(bits) / len(bits), abs=1e-9)
+        ids = vocab.encode(valid[0], bos=True)
+        for t in (1, 4, 6):  # 见过和没见过的上文
+            assert sum(reference.p(ids[:t], w) for w in reference.outcomes) == pytest.approx(1)
+    # 形状：句末的标点不花比特，其余位置只在允许的符号上归一，所以每字比特数只会更少
+    with_shape = corpus.kneser_ney_bits_per_char(train, valid, vocab, order=3)
+    assert with_shape < ours
+    assert corpus._shape_allows(valid[0][:5]) == {"字", "，"} and len(valid[0].split("，")[0]) in (
+        5,
+        7,
+    )
 
 
 def test_model_bits_per_char_counts_the_same_predictions_as_the_baselines():
@@ -475,7 +544,7 @@ def test_shipped_weights_load_and_meet_the_recorded_thresholds():
     record = pretrained.provenance()
     train, evaluated = record["metrics"], record["evaluate"]
     assert record["command"].startswith("python -m tinyformer.poetry train --steps")
-    assert train["train_seconds"] <= 25 * 60
+    assert train["train_seconds"] <= 30 * 60  # 这台 2 核机器上 30 分钟以内（ship_poetry_weights）
     # 测试集上比二元基线低 ≥ 8 %；默认设置下 ≥ 95 % 的样本形状合格
     assert evaluated["test_bits_per_char"] <= 0.92 * evaluated["bigram_bits_per_char"]
     assert evaluated["format_valid"] >= 0.95

@@ -32,7 +32,13 @@ from .._checks import machine_memory
 from .._cli import EXIT_USAGE, usage_error, writable_file
 from ..gpt import TEMPERATURES
 from .checkpoint import load_checkpoint, save_checkpoint
-from .corpus import Vocab, bigram_bits_per_char, load_split, unigram_bits_per_char
+from .corpus import (
+    Vocab,
+    bigram_bits_per_char,
+    kneser_ney_bits_per_char,
+    load_split,
+    unigram_bits_per_char,
+)
 from .evaluation import FORMS, format_valid, is_han, lines_copied, meter_rate
 from .pretrained import weights_path
 from .sampling import CLAUSE_ENDS, MeterError, MeterMask, write
@@ -202,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "test_bits_per_char": round(evaluate(model, test_poems, vocab), 4),
         "unigram_bits_per_char": round(unigram_bits_per_char(train_poems, test_poems, vocab), 4),
         "bigram_bits_per_char": round(bigram_bits_per_char(train_poems, test_poems, vocab), 4),
+        "kneser_ney_bits_per_char": round(
+            kneser_ney_bits_per_char(train_poems, test_poems, vocab), 4
+        ),
         "samples": args.n,
         "format_valid": sum(map(format_valid, samples)) / len(samples),
         "lines_copied": round(lines_copied(samples, train_poems), 4),
