@@ -1,6 +1,6 @@
 """运行规模实验，把结果随包发布（见 ``tinyformer.poetry.scale``）。
 
-    .venv/bin/python -m tools.scale_lab                     # 全部实验（这台 2 核机器上约 20 分钟）
+    .venv/bin/python -m tools.scale_lab                     # 全部实验（单线程合计约 1 小时 45 分钟）
     .venv/bin/python -m tools.scale_lab --group ablation    # 只跑一组：size、data 或 ablation
     .venv/bin/python -m tools.scale_lab --device cuda       # 有 GPU 时
 
@@ -11,7 +11,7 @@
     .venv/bin/python -m tools.scale_lab --merge /tmp/a.json --merge /tmp/b.json
 
 每跑完一个实验就把它那一行写进 ``src/tinyformer/poetry/data/scale_lab.json``（原子写入，中途打断也不丢
-已跑完的），同名的旧行被替换；来历（命令、git 提交、torch 版本、日期、CPU、线程数）记在 ``provenance``，
+已跑完的），同名的旧行被替换；来历（命令、git 提交、torch 版本、日期、CPU、线程数，以及用的是哪一版语料：训练集、验证集的 sha256）记在 ``provenance``，
 每一行自己记着种子和用时。默认单线程，与“只有解码器”一章随包的权重一样。
 """
 
@@ -83,6 +83,12 @@ def _invocations(record: dict) -> list[dict]:
     return earlier
 
 
+def corpus_digests() -> dict[str, str]:
+    """随包语料训练集、验证集的 sha256（``data/provenance.json``）：实验读的就是它们。"""
+    record = json.loads((RESULTS.parent / "provenance.json").read_text(encoding="utf-8"))
+    return {split: record["splits"][split]["sha256"] for split in ("train", "valid")}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.scale_lab", description=__doc__)
     parser.add_argument("--group", choices=("size", "data", "ablation"), action="append")
@@ -111,6 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         **machine(),
         "threads": args.threads,
         "device": args.device,
+        "corpus": corpus_digests(),
         "runs": [],
     }
     record["provenance"] = [*_invocations(record), invocation]

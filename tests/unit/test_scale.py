@@ -117,6 +117,7 @@ def test_shipped_results_match_the_recorded_experiments():
     assert sorted(ran) == sorted(rows)  # 每个结果都有且只有一条来历
     for invocation in results["provenance"]:
         assert invocation["git_commit"] and invocation["torch"] and invocation["cpu"]
+        assert invocation["corpus"] == scale_lab.corpus_digests()  # 跑在随包的这一版语料上
 
 
 def test_scale_lab_writes_each_run_atomically_with_its_provenance(tmp_path, monkeypatch):
