@@ -64,6 +64,18 @@ def merge_agreement(ours: ByteBPE, theirs: ByteBPE) -> dict:
     }
 
 
+def _reference_provenance(command: str, code: str, started: float) -> dict:
+    """``reference_merges`` 的来历：哪条命令、哪个提交、哪个 ``tokenizers``、哪天、哪台 CPU、用时。"""
+    return {
+        "command": command,
+        "commit": code,
+        "tokenizers": version("tokenizers"),
+        "date": today(),
+        "cpu": cpu_model(),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
+
+
 def reference_merges() -> None:
     """``tokenizers`` 在整个训练集上学 :data:`SHIPPED` 大小的合并表，连同来历写进已有的 JSON。"""
     started, code = time.perf_counter(), git_commit()
@@ -75,14 +87,7 @@ def reference_merges() -> None:
     assert ids[0] == ids[1], "the tokenizer rebuilt from the merges disagrees with the trained one"
     record = json.loads(OUT.read_text(encoding="utf-8"))
     record["reference_merges"] = {str(SHIPPED): [list(m) for m in merges]}
-    record["reference_provenance"] = {
-        "command": REFERENCE_COMMAND,
-        "commit": code,
-        "tokenizers": version("tokenizers"),
-        "date": today(),
-        "cpu": cpu_model(),
-        "wall_seconds": round(time.perf_counter() - started, 1),
-    }
+    record["reference_provenance"] = _reference_provenance(REFERENCE_COMMAND, code, started)
     write_json(OUT, record)
     print(f"wrote reference_merges[{SHIPPED}] ({len(merges)} merges) to {OUT.relative_to(ROOT)}")
 
@@ -149,6 +154,7 @@ def main() -> None:
         "bpe": bpe_rows,
         "merges": {str(SHIPPED): shipped_merges},
         "reference_merges": {str(SHIPPED): [list(m) for m in shipped_reference]},
+        "reference_provenance": _reference_provenance(COMMAND, code, started),
         "gpt": gpt_rows,
     }
     write_json(OUT, record)
