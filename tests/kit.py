@@ -183,3 +183,16 @@ def rounded_to_half(model: torch.nn.Module) -> torch.nn.Module:
     for p in model.parameters():
         p.data = p.data.half().float()
     return model
+
+
+def same_merges_up_to_ties(ours, theirs) -> list[int]:
+    """两个 BPE 训练器的合并表（两个 ``ByteBPE``）：换成字节串后是同一批合并，位置不同的只是相邻两条对调
+    （次数相同的平手，两边的字节编号不同，所以先合并的不同）。返回对调处的位置（从 0 数）。"""
+    a = [(ours.vocab[x], ours.vocab[y]) for x, y in ours.merges]
+    b = [(theirs.vocab[x], theirs.vocab[y]) for x, y in theirs.merges]
+    assert len(a) == len(b) and set(a) == set(b)
+    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    for i in differ[::2]:  # 每处对调占相邻的两个位置
+        assert i + 1 in differ and (a[i], a[i + 1]) == (b[i + 1], b[i]), i
+    assert len(differ) % 2 == 0
+    return differ

@@ -30,6 +30,7 @@ from tools.records import git_commit, machine, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "src" / "tinyformer" / "poetry" / "data" / "scale_lab.json"
+CORPUS = RESULTS.parent / "provenance.json"  # 随包语料的来历
 
 
 def _command(words: list[str]) -> str:
@@ -85,7 +86,7 @@ def _invocations(record: dict) -> list[dict]:
 
 def corpus_digests() -> dict[str, str]:
     """随包语料训练集、验证集的 sha256（``data/provenance.json``）：实验读的就是它们。"""
-    record = json.loads((RESULTS.parent / "provenance.json").read_text(encoding="utf-8"))
+    record = json.loads(CORPUS.read_text(encoding="utf-8"))
     return {split: record["splits"][split]["sha256"] for split in ("train", "valid")}
 
 

@@ -50,7 +50,7 @@ def test_the_file_is_the_model_rounded_to_half(shipped, exported):
 def test_settings_carry_what_the_page_needs(shipped, exported):
     model, vocab = shipped
     settings = json.loads(exported["poet.json"].read_text(encoding="utf-8"))
-    assert settings["itos"] == vocab.itos and len(settings["itos"]) == 5341
+    assert settings["itos"] == vocab.itos and len(settings["itos"]) == len(vocab) > 5000
     assert (settings["bos_id"], settings["eos_id"], settings["pad_id"], settings["unk_id"]) == (
         vocab.bos_id,
         vocab.eos_id,
@@ -81,5 +81,5 @@ def test_export_is_deterministic_for_a_tiny_model(tmp_path):
 def test_a_model_and_vocabulary_that_disagree_are_refused(tmp_path):
     model, _ = tiny_poet()
     _, other = load_model()
-    with pytest.raises(ValueError, match="vocab_size=.* but vocab has 5341"):
+    with pytest.raises(ValueError, match=f"vocab_size=24 but vocab has {len(other)} entries"):
         export_poet(model, other, tmp_path)

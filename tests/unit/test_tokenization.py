@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.kit import same_merges_up_to_ties
 from tinyformer.bpe import ByteBPE
 from tinyformer.poetry.corpus import load_split
 from tinyformer.poetry.tokenization import (
@@ -82,6 +83,5 @@ def test_shipped_tokenizers_merges_give_the_same_ids_as_ours_on_the_whole_test_s
     test = load_split("test")
     for text, encoding in zip(test, reference.encode_batch(test), strict=True):
         assert [to_hf.get(i, i) for i in theirs.encode(text)] == encoding.ids
-    # 两个训练器在整个训练集上学到的 V = 1024 合并表，换成字节串逐条相同
-    as_bytes = lambda bpe: [(bpe.vocab[a], bpe.vocab[b]) for a, b in bpe.merges]  # noqa: E731
-    assert as_bytes(theirs) == as_bytes(shipped_bpe())
+    # 两个训练器在整个训练集上学到的 V = 1024 合并表：同一批合并，只有三处平手让相邻两条对调
+    assert same_merges_up_to_ties(shipped_bpe(), theirs) == [98, 99, 240, 241, 635, 636]
