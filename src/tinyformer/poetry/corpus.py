@@ -268,7 +268,7 @@ def kneser_ney_bits_per_char(
 
     训练文本太少、某一阶的 :math:`n_1 … n_4` 有 0 时折扣没有定义，直接拒绝::
 
-        >>> vocab = Vocab(["<pad>", "<unk>", "<bos>", "<eos>", "春", "花"])
+        >>> vocab = Vocab(["<pad>", "<unk>", "<bos>", "<eos>", "，", "。", "春", "花"])
         >>> kneser_ney_bits_per_char(["春春花"], ["春"], vocab, order=2)
         Traceback (most recent call last):
         ...
