@@ -23,13 +23,11 @@
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
 import io
 import json
 import re
-import subprocess
 import tarfile
 import tempfile
 from importlib.metadata import version
@@ -39,6 +37,7 @@ import opencc
 
 from tinyformer.atomic import atomic_write
 from tinyformer.poetry.evaluation import format_valid, twins
+from tools.records import fetch_pinned
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "src" / "tinyformer" / "poetry" / "data"
@@ -66,15 +65,8 @@ RULES = [
 
 def fetch(folder: Path) -> Path:
     """``npm pack`` 取固定版本的包，核对 sha512，返回压缩包的路径。"""
-    subprocess.run(
-        ["npm", "pack", f"{PACKAGE}@{VERSION}", "--silent"], cwd=folder, check=True,
-        capture_output=True,
-    )  # fmt: skip
-    tarball = folder / f"{PACKAGE}-{VERSION}.tgz"
-    digest = "sha512-" + base64.b64encode(hashlib.sha512(tarball.read_bytes()).digest()).decode()
-    if digest != INTEGRITY:
-        raise SystemExit(f"{tarball.name}: sha512 {digest} != pinned {INTEGRITY}")
-    return tarball
+    command = ["npm", "pack", f"{PACKAGE}@{VERSION}", "--silent"]
+    return fetch_pinned(folder, command, f"{PACKAGE}-{VERSION}.tgz", INTEGRITY)
 
 
 def read_poems(tarball: Path) -> tuple[list[str], str, int]:

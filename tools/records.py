@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import datetime
+import hashlib
 import json
 import platform
 import subprocess
@@ -62,3 +64,16 @@ def write_json(path: Path, record: dict, sort_keys: bool = True) -> str:
     text = json.dumps(record, indent=1, ensure_ascii=False, sort_keys=sort_keys) + "\n"
     write_text(path, text)
     return text
+
+
+def fetch_pinned(folder: Path, command: list[str], filename: str, integrity: str) -> Path:
+    """在 ``folder`` 里运行 ``command``（``npm pack 包@版本`` 或 ``pip download``），返回它取来的
+    ``filename``，先核对它的 ``integrity``（npm 的写法 ``sha512-<base64>``，``sha256-…`` 亦可）。"""
+    subprocess.run(command, cwd=folder, check=True, capture_output=True)
+    path = folder / filename
+    algorithm = integrity.split("-", 1)[0]
+    digest = hashlib.new(algorithm, path.read_bytes()).digest()
+    found = f"{algorithm}-{base64.b64encode(digest).decode()}"
+    if found != integrity:
+        raise SystemExit(f"{filename}: {found} != pinned {integrity}")
+    return path

@@ -33,8 +33,11 @@ def _byte_level(model):
     return tokenizer
 
 
-def train_reference(texts: Sequence[str], vocab_size: int):
+def train_reference(texts: Sequence[str], vocab_size: int, pre_tokenizer=None):
     """用 ``tokenizers`` 训练一个字节级 BPE，返回 (``tokenizers.Tokenizer``, 它的合并表)。
+
+    ``pre_tokenizer`` 换掉上面说的预处理（真实分词器的对照表比较几种预切分，``tools/real_tokenizers.py``）；
+    默认不换。
 
     合并表是 GPT-2 写法（每条两个词元的文本），可直接交给 :meth:`ByteBPE.from_gpt2_merges`。
     在整个训练集上，``tokenizers`` 的训练器要占约 400 MB 内存：该章读长实验存下的合并表
@@ -43,6 +46,8 @@ def train_reference(texts: Sequence[str], vocab_size: int):
     from tokenizers import models, pre_tokenizers, trainers
 
     tokenizer = _byte_level(models.BPE())
+    if pre_tokenizer is not None:
+        tokenizer.pre_tokenizer = pre_tokenizer
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),

@@ -123,9 +123,12 @@ def train_gpt(
     return model, result
 
 
-def lab_results() -> dict:
-    """随包发布的实验结果 ``data/bpe_lab.json``（``python -m tools.bpe_lab`` 写的，带来历）。"""
-    return json.loads((files("tinyformer.poetry") / "data" / "bpe_lab.json").read_text("utf-8"))
+def lab_results(name: str = "bpe_lab") -> dict:
+    """随包发布的实验结果 ``data/<name>.json``，带来历：``bpe_lab``（``python -m tools.bpe_lab`` 写的）
+    或 ``real_tokenizers``（真实分词器的对照表，``python -m tools.real_tokenizers``）。"""
+    if name not in ("bpe_lab", "real_tokenizers"):
+        raise ValueError(f"name must be 'bpe_lab' or 'real_tokenizers', got {name!r}")
+    return json.loads((files("tinyformer.poetry") / "data" / f"{name}.json").read_text("utf-8"))
 
 
 def shipped_bpe() -> ByteBPE:
