@@ -234,8 +234,8 @@ def main() -> None:
                 f"{row['name']}: tokenizers {row['tokens']} != gpt-tokenizer {reference[encoding]}"
             )
     zh, bpe = ZhTokenizer(), shipped_bpe()
-    book = {
-        "本书的 BPE（V = 1024，学自训练集的诗）": {k: sum(len(bpe.encode(t)) for t in v) for k, v in texts.items()},
+    book = {  # 本书随包的 V = 1024 BPE 学自训练集的诗
+        "本书的 BPE 1024": {k: sum(len(bpe.encode(t)) for t in v) for k, v in texts.items()},
         "jieba": {k: sum(len(zh(t)) for t in v) for k, v in texts.items()},
         "逐字": {k: n["characters"] for k, n in sizes.items()},
     }  # fmt: skip
