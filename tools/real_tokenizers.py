@@ -27,6 +27,7 @@ import tarfile
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
+from unicodedata import category
 
 from tokenizers import Regex, Tokenizer, pre_tokenizers
 
@@ -187,12 +188,22 @@ console.log(JSON.stringify(out));
 
 
 def ablation(train: list[str], held_out: list[str]) -> dict[str, dict]:
-    """三种预切分各学一个 V = 1024 的字节级 BPE：每字符词元数，与另两种的合并表共有几条。"""
+    """三种预切分各学一个 V = 1024 的字节级 BPE：每字符词元数，几条合并带着标点，与另两种的合并表共有几条。"""
     rows, merges = {}, {}
+    to_byte = {c: b for b, c in gpt2_byte_to_unicode().items()}
+    marks = {
+        c.encode() for text in (*train, *held_out) for c in set(text) if category(c).startswith("P")
+    }
     for name, split in SPLITS.items():
         tokenizer, merges[name] = train_reference(train, VOCAB_SIZE, pre_tokenizer=split)
         tokens = sum(len(e.ids) for e in tokenizer.encode_batch(held_out))
-        rows[name] = {"tokens_per_char": tokens / counted(held_out)["characters"]}
+        rows[name] = {
+            "tokens_per_char": tokens / counted(held_out)["characters"],
+            "merges_with_punctuation": sum(
+                any(mark in token and mark != token for mark in marks)
+                for token in (bytes(to_byte[c] for c in a + b) for a, b in merges[name])
+            ),  # 把一个完整的标点与旁边的字节合在一起的合并
+        }
     for name, row in rows.items():
         row["merges_shared_with"] = {
             other: len(set(merges[name]) & set(merges[other])) for other in SPLITS if other != name
