@@ -131,16 +131,18 @@ def tokenizer_json(folder: Path, package: str, integrity: str) -> dict:
         return json.loads(tar.extractfile("package/models/tokenizer.json").read())
 
 
+TO_BYTE = {c: b for b, c in gpt2_byte_to_unicode().items()}  # 字节级词元里的字符 → 字节
+
+
 def token_text(spec: dict):
     """把词表里的一个词元变回它代表的文字（字节级的按 GPT-2 的字节表还原；不是整字的返回 None）。"""
     byte_level = "ByteLevel" in json.dumps(spec["decoder"])
-    to_byte = {c: b for b, c in gpt2_byte_to_unicode().items()}
 
     def text(token: str) -> str | None:
         if not byte_level:
             return token.replace("▁", " ")
         try:
-            return bytes(to_byte[c] for c in token).decode("utf-8")
+            return bytes(TO_BYTE[c] for c in token).decode("utf-8")
         except (KeyError, UnicodeDecodeError):
             return None
 
@@ -190,7 +192,6 @@ console.log(JSON.stringify(out));
 def ablation(train: list[str], held_out: list[str]) -> dict[str, dict]:
     """三种预切分各学一个 V = 1024 的字节级 BPE：每字符词元数，几条合并带着标点，与另两种的合并表共有几条。"""
     rows, merges = {}, {}
-    to_byte = {c: b for b, c in gpt2_byte_to_unicode().items()}
     marks = {
         c.encode() for text in (*train, *held_out) for c in set(text) if category(c).startswith("P")
     }
@@ -201,7 +202,7 @@ def ablation(train: list[str], held_out: list[str]) -> dict[str, dict]:
             "tokens_per_char": tokens / counted(held_out)["characters"],
             "merges_with_punctuation": sum(
                 any(mark in token and mark != token for mark in marks)
-                for token in (bytes(to_byte[c] for c in a + b) for a, b in merges[name])
+                for token in (bytes(TO_BYTE[c] for c in a + b) for a, b in merges[name])
             ),  # 把一个完整的标点与旁边的字节合在一起的合并
         }
     for name, row in rows.items():
