@@ -1,7 +1,7 @@
 """同一套计算在 CUDA 上：与 CPU 的结果一致，命令行的 ``--device cuda`` 与 ``torchrun`` 能用。
 
 CI 与本书的读者都没有 GPU：没有 CUDA 时整个文件跳过（本书从不需要 GPU）。有 GPU 的机器上
-``pytest tests/unit/test_cuda.py`` 核对它；记录见 README 的“GPU”一段。
+``pytest tests/unit/test_cuda.py`` 核对它；记录见 CONTRIBUTING.md 的“在全唐诗上预训练一个 GPT”一节（GPU 一段）。
 """
 
 from __future__ import annotations
