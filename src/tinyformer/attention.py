@@ -101,27 +101,16 @@ def attention_with_weights(
         )
     check_key_value(key, value)
     check_dropout("dropout_p", dropout_p)
-    # 分数 QKᵀ 的形状：批量维互相广播，再接 (T, S)
-    scores_shape = (*_broadcast_batch(query, key), query.shape[-2], key.shape[-2])
-    check_mask("mask", mask, scores_shape, ndims=range(2, len(scores_shape) + 1))
-    return _attend(query, key, value, mask, dropout_p)
-
-
-def _broadcast_batch(query: Tensor, key: Tensor) -> tuple[int, ...]:
-    """query、key 的批量维（最后两维之前）按 torch 的规则广播后的形状。
-
-    右对齐，每一维要么相等，要么有一个是 1（缺的维当作 1）。与 ``torch.broadcast_shapes`` 相同，
-    但不用它：它第一次调用时导入 sympy，内核的常驻内存多出约 35 MB。
-    """
-    a, b = query.shape[:-2], key.shape[:-2]
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    if any(x != y and 1 not in (x, y) for x, y in zip(a, b, strict=True)):
+    try:  # 分数 QKᵀ 的形状：批量维（最后两维之前）按 torch 的规则互相广播，再接 (T, S)
+        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2])
+    except RuntimeError as error:
         raise ValueError(
             "the leading (batch) dimensions of query and key must broadcast, "
             f"got query shape {tuple(query.shape)}, key shape {tuple(key.shape)}"
-        )
-    return tuple(y if x == 1 else x for x, y in zip(a, b, strict=True))
+        ) from error
+    scores_shape = (*batch, query.shape[-2], key.shape[-2])
+    check_mask("mask", mask, scores_shape, ndims=range(2, len(scores_shape) + 1))
+    return _attend(query, key, value, mask, dropout_p)
 
 
 def _attend(

@@ -14,24 +14,22 @@
 - ``tinyformer.translation.corpus.corpus_tokenizer`` 是中译英 **语料的那个实例**：默认词典外加切开“不去”“没买”
   这类否定组合，语料的词表、训练和翻译器都用它。
 
-分词器的词典不用 jieba 自己的方法建（它往 stderr 打印 "Building prefix dict ..."，还把整部词典存成
-一个约 60 MB 的 Python 字典），而是逐行读 jieba 的词典文件，存成紧凑的数组（``_CompactFreq``，约 8 MB），
-分词结果与 jieba 逐词相同。在较旧的 setuptools 上 ``import jieba`` 会发出 ``pkg_resources`` 弃用警告，
+分词器的词典由 jieba 自己建（``jieba.Tokenizer.initialize``，读 jieba 缓存在临时文件夹里的词典，约半秒；
+一个分词器约占 60 MB），建的时候把 jieba 的日志调到只报警告，免得它往 stderr 打印 "Building prefix dict ..."，
+建好再调回来。在较旧的 setuptools 上 ``import jieba`` 会发出 ``pkg_resources`` 弃用警告，
 它会进入笔记本保存的结果、让 nbval 的比较不稳定，所以导入时屏蔽那条警告。
 """
 
 from __future__ import annotations
 
+import logging
 import operator
 import re
 import threading
 import warnings
-from array import array
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -90,20 +88,20 @@ class ZhTokenizer:
 
     def _build(self) -> jieba.Tokenizer:
         tokenizer = jieba.Tokenizer()
-        # 不调用 tokenizer.initialize()：它把整部词典读成一个 Python 字典（见 _CompactFreq）
-        with tokenizer.get_dict_file() as lines:
-            frequencies = _CompactFreq(lines)
-        tokenizer.FREQ, tokenizer.total = frequencies, frequencies.total
-        tokenizer.initialized = True
+        level = jieba.default_logger.level  # jieba 建词典时在 DEBUG 级别往 stderr 打印几行
+        jieba.default_logger.setLevel(logging.WARNING)
+        try:
+            tokenizer.initialize()
+        finally:
+            jieba.default_logger.setLevel(level)
         for segment in self.splits:
             word = "".join(segment)
             freq = tokenizer.suggest_freq(segment, tune=False)  # 只算词频，不改任何词典
             # 与 Tokenizer.add_word(word, freq) 相同，只是词频为 0 时不写 jieba 的全局强制切分表
-            frequencies.added[word] = freq
+            tokenizer.FREQ[word] = freq
             tokenizer.total += freq
             for end in range(1, len(word)):
-                if word[:end] not in frequencies:
-                    frequencies.added[word[:end]] = 0
+                tokenizer.FREQ.setdefault(word[:end], 0)
             if freq == 0:
                 self._force_split[word] = segment
         return tokenizer
@@ -133,82 +131,6 @@ class ZhTokenizer:
 
     def __repr__(self) -> str:
         return f"ZhTokenizer(splits={len(self.splits)})"
-
-
-class _CompactFreq:
-    """jieba 的词频表 ``FREQ``（每个词和它的每个前缀 → 词频）的紧凑存法，分词结果不变。
-
-    jieba 把它存成 Python 字典：约 50 万个键，每个键是一个 str 对象，一个分词器就常驻约 60 MB，
-    建词典时还要再多占这么多。这里逐行读 jieba 的词典文件，只存每个键的散列值和词频：两个按散列值
-    排好序的 64 位整数数组，共约 8 MB；查一个词就是二分查找它的散列值。jieba 只这样读它：
-    ``词 in FREQ``、``FREQ[词]``、``FREQ.get(词)``；``splits`` 加的几个词记在小字典 ``added`` 里。
-
-    散列值由本进程的 ``hash`` 算（每个进程不同，所以每次建词典时重算）。Python 按字符串在内存里的
-    字节算散列：两个 ASCII 字符的 "BP" 与一个汉字“偂”字节相同，散列值也相同（jieba 的词典里就有六对），
-    所以散列的是键后面接一个汉字（:func:`_key`），每个字符都按至少两个字节存，不同的键字节必不相同。
-    两个不同的键散列值相同、被当成同一个词的概率：表里的键之间约 50 万² / 2⁶⁵ ≈ 7 × 10⁻⁹，
-    一个表外的片段约 50 万 / 2⁶⁴ ≈ 3 × 10⁻¹⁴。
-    """
-
-    def __init__(self, lines: Iterable[bytes]):
-        """与 ``jieba.Tokenizer.gen_pfdict`` 同样的表：每一行“词 词频 [词性]”；
-        词 → 它最后一次出现时的词频，只是别的词的前缀 → 0。"""
-        keys, freqs = (
-            array("q"),
-            array("i"),
-        )  # 散列值 int64；词频 int32（jieba 的词频都在 100 万以内）
-        self.total = 0  # 所有行的词频之和
-        for line in lines:
-            word, freq = line.strip().decode("utf-8").split(" ")[:2]
-            keys.append(_key(word))
-            freqs.append(int(freq))
-            self.total += int(freq)
-            for end in range(1, len(word)):  # 前缀记作 -1
-                keys.append(_key(word[:end]))
-                freqs.append(-1)
-        order = np.argsort(np.frombuffer(keys, dtype=np.int64), kind="stable")  # 同一个键按出现先后
-        key = np.frombuffer(keys, dtype=np.int64)[order]
-        del keys
-        freq = np.frombuffer(freqs, dtype=np.int32)[order]
-        del freqs, order
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # 每个键的第一条
-        # 每个键最后一条作为词出现的位置（一部词典里同一个词可以出现两次，后面的算数）；只是前缀时为 -1
-        position = np.arange(len(freq), dtype=np.int32)
-        last_word = np.maximum.reduceat(np.where(freq >= 0, position, -1), starts)
-        self._keys = array("q", key[starts].tobytes())
-        self._freqs = array(
-            "q", np.where(last_word >= 0, freq[last_word], 0).astype(np.int64).tobytes()
-        )
-        self.added: dict[str, int] = {}
-
-    def _find(self, word: str) -> int:
-        """``word`` 在数组里的位置；不在表里时为 -1。"""
-        key = _key(word)
-        i = bisect_left(self._keys, key)
-        return i if i < len(self._keys) and self._keys[i] == key else -1
-
-    def get(self, word: str, default=None):
-        if word in self.added:
-            return self.added[word]
-        i = self._find(word)
-        return default if i < 0 else self._freqs[i]
-
-    def __contains__(self, word: str) -> bool:
-        return self.get(word) is not None
-
-    def __getitem__(self, word: str) -> int:
-        freq = self.get(word)
-        if freq is None:
-            raise KeyError(word)
-        return freq
-
-    def __len__(self) -> int:
-        return len(self._keys) + sum(self._find(w) < 0 for w in self.added)
-
-
-def _key(word: str) -> int:
-    """:class:`_CompactFreq` 里 ``word`` 的散列值。"""
-    return hash(word + "一")
 
 
 _DEFAULT_ZH = ZhTokenizer()

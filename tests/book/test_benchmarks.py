@@ -22,7 +22,6 @@ BENCHMARKS = ROOT / "benchmarks"
         ("bench_gpt.py", {"train_ratio_ours_over_torch", "generate_4_speedup_cached_b1"}),
         ("bench_modern.py", {"decode_ratio_gqa_over_mha", "train_ratio_rope_over_learned"}),
         ("bench_bpe.py", {"naive_ratio_over_incremental", "tokenizers_ratio_over_incremental"}),
-        ("bench_memory.py", {"seconds_ratio_fixed_over_default", "trimmed_rss_mb_after"}),
     ],
 )
 def test_benchmark_runs_at_tiny_size(script, keys):

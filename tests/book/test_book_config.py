@@ -143,8 +143,7 @@ def test_every_notebook_has_execution_stats():
         assert 50 < entry["peak_mb"] <= MEMORY_BUDGET_MB, f"{name}: 峰值内存 {entry['peak_mb']} MB"
 
 
-# 各章在导入单元格里调用 tinyformer.book.memory.return_freed_memory（del 掉的大张量还给操作系统，每个
-# 单元格之后整理一次堆）。内核连同 torch、matplotlib 约占 285 MB，探索器的 Altair 连同 jsonschema 约 47
+# 各章不做任何内存上的手脚（glibc 的 malloc 照默认，jieba 用它自己的词典）。内核连同 torch、matplotlib 约占 285 MB，探索器的 Altair 连同 jsonschema 约 47
 # （其中约 15 是 jsonschema 导入的 rfc3987-syntax 在导入时建的 Lark 语法分析器）。训练用包自己的
 # tinyformer.optim.AdamW：torch.optim 的 step 会导入 torch._dynamo 和 sympy（约 70，之后一直占着）。
 # 第 8 章的 ONNX 导出与核对（onnx、onnxruntime、追踪导出器约 60）在附录 appendix_browser 里。
