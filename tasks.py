@@ -27,9 +27,11 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import venv
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -47,6 +49,45 @@ def run(*args: str | os.PathLike, label: str = "", env: dict[str, str] | None = 
     subprocess.run([str(a) for a in args], cwd=ROOT, check=True, env={**os.environ, **(env or {})})
     if label:
         print(f"[用时] {label}：{time.perf_counter() - start:.0f} 秒", flush=True)
+
+
+def run_two_at_a_time(
+    steps: list[tuple[str, list[str | os.PathLike], dict[str, str] | None]],
+) -> None:
+    """按顺序运行 ``(label, args, env)`` 各步，同时最多两步（CI 的机器有 2 个核；多数测试只用满一个）。
+
+    每步的输出先写进它自己的日志，做完时整段打印（两步的输出不交错），再打印用时；有一步失败时
+    其余的照样跑完，最后一起报告。
+    """
+    logs = ROOT / "_build" / "test-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    lock = threading.Lock()
+
+    def one(index: int, label: str, args, env) -> int:
+        log = logs / f"{index}.log"
+        command = " ".join([*(f"{k}={v}" for k, v in (env or {}).items()), *map(str, args)])
+        with lock:
+            print(f"[开始] {label}：{command}", flush=True)
+        start = time.perf_counter()
+        with log.open("w", encoding="utf-8") as out:
+            code = subprocess.run(
+                [str(a) for a in args],
+                cwd=ROOT,
+                env={**os.environ, **(env or {})},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            ).returncode
+        with lock:
+            print(f"+ {command}\n{log.read_text(encoding='utf-8')}", end="", flush=True)
+            print(f"[用时] {label}：{time.perf_counter() - start:.0f} 秒", flush=True)
+        return code
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        codes = list(pool.map(lambda step: one(*step), ((i, *s) for i, s in enumerate(steps))))
+    failed = [label for (label, *_), code in zip(steps, codes, strict=True) if code]
+    if failed:
+        print(f"失败：{'、'.join(failed)}", flush=True)
+        sys.exit(1)
 
 
 def torch_index_options() -> list[str]:
@@ -126,9 +167,11 @@ def test(*pytest_args: str) -> None:
     start = time.perf_counter()
     run(PY, "-m", "ruff", "check", ".", label="ruff")
     run(PY, "-m", "ruff", "format", "--check", ".", label="ruff format")
-    run(PY, "-m", "pytest", *NBVAL, label="pytest（原生 CPU 配置）")
-    for name, env in FORCED_CPUS.items():
-        run(PY, "-m", "pytest", *NBVAL, "chapters", label=f"nbval（{name}）", env=env)
+    # 单元测试与网站测试一步，各章的 nbval 每种 CPU 配置一步；两步两步地同时跑
+    steps = [("pytest（单元测试、网站与工具）", [PY, "-m", "pytest", "tests", "src"], None)]
+    for name, env in {"原生 CPU 配置": None, **FORCED_CPUS}.items():
+        steps.append((f"nbval（{name}）", [PY, "-m", "pytest", *NBVAL, "chapters"], env))
+    run_two_at_a_time(steps)
     print(f"[用时] 全部测试：{time.perf_counter() - start:.0f} 秒", flush=True)
 
 
@@ -141,9 +184,17 @@ def dev() -> None:
     run(BIN / "pre-commit", "install")
 
 
+# 有慢测试的文件，最长的在前（tests/book/test_book_config.py 核对这里一个不少）
+DOORS = ("tests/book/test_colab.py", "tests/book/test_floors.py", "tests/book/test_binder.py")
+
+
 def doors(*pytest_args: str) -> None:
     """慢测试（标了 slow）：搭一次性环境、联网解析依赖。CI 在 README 的两条命令之后运行它。"""
-    run(PY, "-m", "pytest", "--slow", "-m", "slow", "tests/", *pytest_args, label="慢测试")
+    slow = [PY, "-m", "pytest", "--slow", "-m", "slow"]
+    if pytest_args:
+        run(*slow, "tests/", *pytest_args, label="慢测试")
+        return
+    run_two_at_a_time([(f"慢测试（{Path(f).stem}）", [*slow, f], None) for f in DOORS])
 
 
 COMMANDS = {f.__name__: f for f in (book, test, execute, edition, pdf, dev, doors)}

@@ -30,7 +30,6 @@
 from __future__ import annotations
 
 import heapq
-from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
@@ -165,14 +164,12 @@ class ByteBPE:
         if not isinstance(vocab_size, int) or vocab_size < 256:
             raise ValueError(f"vocab_size must be an int >= 256 (the bytes), got {vocab_size!r}")
         counted = Counter(texts)
-        # 每段文本：词元编号的数组。array("i") 每个编号 4 个字节，列表要 8 个（存的是指针）：
-        # 整个训练集约 440 万个编号，这里和下面的 where 都用数组，训练时少占约 40 MB 内存
-        words = [array("i", list(text.encode("utf-8"))) for text in counted]
+        words = [list(text.encode("utf-8")) for text in counted]  # 每段文本：词元编号的列表
         freq = list(counted.values())  # 这段文本出现几次
 
         counts: Counter[Pair] = Counter()  # 对 → 全语料里出现的次数
-        # 对 → 可能含有它的文本的序号（只增不减，可以重复：数组比集合省得多）
-        where: defaultdict[Pair, array] = defaultdict(lambda: array("i"))
+        # 对 → 可能含有它的文本的序号（只增不减，可以重复）
+        where: defaultdict[Pair, list[int]] = defaultdict(list)
         for w, word in enumerate(words):
             for pair in pairwise(word):
                 counts[pair] += freq[w]
@@ -195,10 +192,7 @@ class ByteBPE:
             for p in changed:
                 if counts[p] > 0:
                     heapq.heappush(heap, (-counts[p], p))
-        # 先释放训练用的大结构，合并表换成新建的元组：原来的元组是训练中途建的，散在 Python 小对象的
-        # 内存池各处，留着它们，那些池就还不回操作系统（在整个训练集上训练后常驻内存约多 10 MB）
-        del counted, words, freq, counts, where, heap
-        return cls([(a, b) for a, b in merges])
+        return cls(merges)
 
     # ------------------------------------------------------------------ 编码、解码
 
@@ -253,12 +247,12 @@ _NEVER = float("inf")  # 不在合并表里的对的排名
 
 
 def _merge_in_place(
-    word: array,
+    word: list[int],
     pair: Pair,
     new_id: int,
     freq: int,
     counts: Counter[Pair],
-    where: defaultdict[Pair, array],
+    where: defaultdict[Pair, list[int]],
     w: int,
 ) -> set[Pair]:
     """在第 ``w`` 段文本 ``word`` 里就地合并 ``pair``（从左到右），增量更新 ``counts``、``where``。
@@ -271,7 +265,7 @@ def _merge_in_place(
     i = 0
     while True:
         try:
-            i = word.index(a, i)  # 下一个 a（在 C 里找，很快）
+            i = word.index(a, i)  # 下一个 a
         except ValueError:
             return changed
         if i + 1 >= len(word) or word[i + 1] != b:
@@ -291,5 +285,5 @@ def _merge_in_place(
             counts[new_id, y] += freq
             where[new_id, y].append(w)
             changed |= {(b, y), (new_id, y)}
-        word[i : i + 2] = array("i", [new_id])
+        word[i : i + 2] = [new_id]
         i += 1

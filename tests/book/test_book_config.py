@@ -103,6 +103,20 @@ def test_ci_runs_the_readme_commands():
     assert "apt-get install -y chromium fonts-noto-cjk" in ci
 
 
+def test_doors_run_every_file_with_slow_tests():
+    """python3 tasks.py doors 逐个文件运行慢测试：新加的慢测试文件不会被漏掉。"""
+    import tasks
+
+    marked = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "tests").rglob("test_*.py")
+        if re.search(
+            r"^(@pytest\.mark\.slow|pytestmark = pytest\.mark\.slow)", p.read_text("utf-8"), re.M
+        )
+    }
+    assert sorted(tasks.DOORS) == sorted(marked)
+
+
 def test_binder_pins_the_same_torch_as_requirements():
     pin = re.search(r"^torch==([\d.]+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
     assert f"torch=={pin}+cpu" in (ROOT / "binder" / "requirements.txt").read_text()

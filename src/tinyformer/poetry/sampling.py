@@ -103,8 +103,13 @@ class MeterMask:
         chars = vocab.itos
         self._han = torch.tensor([is_han(ch) for ch in chars])
         self._tone = {t: torch.tensor([t in tones(ch) for ch in chars]) for t in (PING, ZE)}
-        names = sorted({g for ch in chars for g in rhyme_groups(ch)})
-        self._group = {g: torch.tensor([g in rhyme_groups(ch) for ch in chars]) for g in names}
+        groups_of = [rhyme_groups(ch) for ch in chars]  # 每个字属于哪几部（多音字可以几部）
+        names = sorted(set().union(*groups_of))
+        row = {g: k for k, g in enumerate(names)}
+        table = torch.zeros(len(names), len(chars), dtype=torch.bool)  # (G, V)：第 g 部有哪些字
+        members = [(row[g], i) for i, gs in enumerate(groups_of) for g in gs]  # (第几部, 第几个字)
+        table[[g for g, _ in members], [i for _, i in members]] = True
+        self._group = dict(zip(names, table, strict=True))  # 部名 -> (V,) 布尔
         groups = None
         if rhyme is not None:
             fits = [g for g in names if g.endswith(rhyme)] if rhyme else []
