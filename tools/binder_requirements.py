@@ -23,7 +23,7 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 BUILD_AND_TEST = {
     "jupyter-book", "sphinx", "myst-nb", "sphinx-mathjax-offline", "sphinx-book-theme",
     "pydata-sphinx-theme", "sphinx-proof", "sphinx-exercise", "nbclient", "nbformat", "ipykernel",
-    "nbval", "pytest", "ruff", "import-linter", "opencc", "playwright", "pypdf", "nbstripout",
+    "nbval", "pytest", "hypothesis", "ruff", "import-linter", "opencc", "playwright", "pypdf", "nbstripout",
     "jupyterlab", "notebook", "vl-convert-python", "pingshui-rhyme",
 }  # fmt: skip
 

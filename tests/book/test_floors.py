@@ -61,8 +61,12 @@ def test_unit_tests_pass_with_the_floor_versions(tmp_path):
     # matplotlib 3.11 之前用 pyparsing 的驼峰式接口（parseString），pyparsing 3.3 起对它发弃用警告，
     # 本仓库的测试把 matplotlib 的警告当错误。老版本的 matplotlib 与同时代的 pyparsing 一起装（Colab 也是）
     install.append("pyparsing<3.3")
-    # 测试工具与 requirements.txt 里的同版本：pytest，以及 test_walls.py 运行的 import-linter
-    tools = [line for line in REQUIREMENTS if line.startswith(("pytest==", "import-linter=="))]
+    # 测试工具与 requirements.txt 里的同版本：pytest、hypothesis，以及 test_walls.py 运行的 import-linter
+    tools = [
+        line
+        for line in REQUIREMENTS
+        if line.startswith(("pytest==", "hypothesis==", "import-linter=="))
+    ]
     subprocess.run(
         [python, "-m", "pip", "install", "-q", f"torch=={TORCH_HERE}", *install, *tools],
         check=True,

@@ -1,6 +1,6 @@
 """bpe.py 的测试：合并循环对照每步重数的朴素实现、编码对照按排名依次合并、往返，
 以及与 Hugging Face ``tokenizers`` 的训练器（同样的文本 → 同样的合并表）的核对。坏输入的消息钉在
-``tools/fuzz_edges.py`` 的表里（``bpe-*``）。"""
+``test_bad_inputs.py`` 的表里（``bpe-*``）。"""
 
 from collections import Counter
 from itertools import pairwise

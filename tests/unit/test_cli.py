@@ -1,6 +1,6 @@
 """cli.py：argparse 的公开接口、我们自己的一张中文消息表、每种错误一个退出码（issue 26、33）。
 
-坏参数逐条的消息钉在 tools/fuzz_edges.py 的表里（TRAIN_CLI、TRANSLATE_CLI），由 test_bad_inputs.py 检查。
+坏参数逐条的消息钉在 test_bad_inputs.py 的表里（CLI）。
 """
 
 import re
@@ -35,7 +35,7 @@ def test_help_is_chinese_lists_the_exit_codes_and_fits_80_columns(capsys, monkey
 
 
 def test_argparse_is_not_patched():
-    # 别的解析器不受影响（argparse 自己的用法错误照它的样子打印：fuzz_edges 的 ARGPARSE_CLI）
+    # 别的解析器不受影响（argparse 自己的用法错误照它的样子打印：test_bad_inputs.py 的 CLI 表）
     import argparse
 
     assert argparse.ArgumentParser(prog="demo").format_usage().startswith("usage: ")
@@ -74,7 +74,7 @@ def test_every_reason_has_a_chinese_message():
 
 
 # ---------------------------------------------------------------- 退出码：每种错误一个
-# 用法错误 2、权重文件 3、翻译不了 4：tools/fuzz_edges.py 的 TRANSLATE_CLI 钉着；这里是其余几种
+# 用法错误 2、权重文件 3、翻译不了 4：test_bad_inputs.py 的 CLI 表钉着；这里是其余几种
 def _raise(error):
     def command(argv):
         raise error

@@ -2,7 +2,7 @@
 
 torch 有的（``nn.RMSNorm``、``F.scaled_dot_product_attention(..., enable_gqa=True)``）与 torch 逐元素比较；
 RoPE 与测试里独立写出的复数乘法比较；每一种组合的带缓存生成都与整段重算比较。
-坏选项的消息钉在 ``tools/fuzz_edges.py`` 的表里（``gpt-option-*``、``rope-*``）。
+坏选项的消息钉在 ``test_bad_inputs.py`` 的表里（``gpt-*``、``rope-*``）；同类的整数参数由 ``test_properties.py`` 抽查。
 """
 
 import itertools

@@ -440,7 +440,7 @@ def test_cli_generates_one_poem_per_line(tiny_checkpoint):
     assert all(line[0] == "春" for line in out.splitlines())
 
 
-# 坏参数与坏权重文件：一行中文、退出码 2 或 3，钉在 tools/fuzz_edges.py 的表里（POETRY_CLI）；
+# 坏参数与坏权重文件：一行中文、退出码 2 或 3，钉在 test_bad_inputs.py 的表里（CLI 表的 poetry 行）；
 # 下面是训练的参数：都在第一步之前查出（train 被换成一个一调用就失败的函数）
 TRAIN = ["train", "--steps", "1", "--out"]
 BAD_TRAIN = [

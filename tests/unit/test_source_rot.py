@@ -8,7 +8,7 @@
 - 书名以 ``_config.yml`` 的 ``title``（网站显示的）为准，README、``pyproject.toml``、包的 docstring 与它一致。
 - 本包的异常消息是英文（与 torch 一样）；命令行把它们译成中文给读者。引用用户输入的部分（引号里的
   repr）可以有中文，其余部分不能中英混写：运行时的消息（连同缩写很长的中文输入时的注明）由
-  ``tools/fuzz_edges.py`` 的表逐字钉住（``activation-long-str``、``vocab-encode-long-str``、``translate-long-unknown``）。
+  ``test_bad_inputs.py`` 的表逐字钉住（``activation-long-str``、``vocab-encode-long-str``、``translate-long-unknown``）。
 """
 
 import ast
