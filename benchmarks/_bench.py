@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # 仓库根：tests/ 里的参考实现
 
 
 def options(doc: str, repeats: int, warmup: int, threads=None, tiny=(), **sizes: int):

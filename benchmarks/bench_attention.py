@@ -1,6 +1,6 @@
 """多头注意力的前向 + 反向耗时：tinyformer vs torch.nn.MultiheadAttention（CPU）。
 
-运行：``.venv/bin/python benchmarks/bench_attention.py [--repeats 30] [--threads N]``（``_bench.py``）。
+运行：``.venv/bin/python -m benchmarks.bench_attention [--repeats 30] [--threads N]``（``_bench.py``）。
 最后一行是 JSON：各情形的中位数和 ours/torch 比值。
 
 公平起见：
@@ -18,8 +18,8 @@ import json
 import statistics
 
 import torch
-from _bench import header, interleave, options, paired, seconds
 
+from benchmarks._bench import header, interleave, options, paired, seconds
 from tinyformer import MultiHeadAttention, causal_mask, copy_from_torch
 
 SIZE = (16, 128, 256, 8)  # 默认尺寸 B, T, C, H；--tiny 时换成 TINY

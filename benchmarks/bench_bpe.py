@@ -1,10 +1,10 @@
 """字节级 BPE 的训练耗时：增量计数（``ByteBPE.train``）vs 每步重数的朴素循环 vs Hugging Face ``tokenizers``。
 
-运行：``.venv/bin/python benchmarks/bench_bpe.py [--poems 300] [--vocab-size 600] [--repeats 3] [--threads 1]``
+运行：``.venv/bin/python -m benchmarks.bench_bpe [--poems 300] [--vocab-size 600] [--repeats 3] [--threads 1]``
 （``_bench.py``）。最后一行是 JSON：各情形的中位数和对增量版的比值。
 
 ``--threads 1``（默认）时 ``tokenizers`` 也只用一个线程（``TOKENIZERS_PARALLELISM=false``），与两个 Python
-版本公平比较。三者在同一份文本上学同样大小的词表；增量版与朴素版（tests/unit/test_bpe.py 的参考实现）的
+版本公平比较。三者在同一份文本上学同样大小的词表；增量版与朴素版（``tinyformer.book.reference_bpe.naive_train``）的
 合并表逐条相同（下面检查），与 ``tokenizers`` 的比较字节串（平手处顺序可能不同，见“中文的字节级 BPE”一章）。
 """
 
@@ -15,9 +15,8 @@ import os
 import statistics
 from functools import partial
 
-from _bench import interleave, options, paired, seconds
-
-from tests.unit.test_bpe import naive_train as naive
+from benchmarks._bench import interleave, options, paired, seconds
+from tinyformer.book.reference_bpe import naive_train as naive
 from tinyformer.bpe import ByteBPE
 from tinyformer.poetry.corpus import load_split
 

@@ -1,6 +1,6 @@
 """第 8 章的性能数字：与同尺寸的 torch.nn.Transformer 比训练速度、训练到目标精度的步数与时间，缓存解码快多少。
 
-运行：``.venv/bin/python benchmarks/bench_translation.py``（``--help`` 列出全部选项；``_bench.py``）。
+运行：``.venv/bin/python -m benchmarks.bench_translation``（``--help`` 列出全部选项；``_bench.py``）。
 
 把"快"和"运气"分开，三个量分别测：
 
@@ -27,9 +27,9 @@ import warnings
 from functools import partial
 
 import torch
-from _bench import cached_vs_full, interleave, options, paired, seconds
 from torch import nn
 
+from benchmarks._bench import cached_vs_full, interleave, options, paired, seconds
 from tinyformer import Transformer, TransformerConfig, sinusoidal_encoding
 from tinyformer.decoding import greedy_decode
 from tinyformer.text import pad_sequences

@@ -2,7 +2,7 @@
 
 运行（先 ``python3 tasks.py book``，再在 ``tests/browser_tools/`` 里 ``npm ci``）：
 
-    .venv/bin/python benchmarks/lighthouse_mobile.py [--runs 3] [--site _build/html] [页面 ...]
+    .venv/bin/python -m benchmarks.lighthouse_mobile [--runs 3] [--site _build/html] [页面 ...]
 
 Lighthouse 12 的 mobile 预设（模拟的 4 倍 CPU 减速与 1.6 Mbps 网络），用 Debian 的 chromium；每页跑
 ``--runs`` 次，报告 Performance、Accessibility、Best Practices、SEO 的中位数和 FCP、LCP、TBT、SI、CLS、

@@ -13,13 +13,13 @@
 """
 
 import gzip
+import shutil
 import sys
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from benchmarks.lighthouse_mobile import COMPRESSIBLE, serve
-from tests.kit import playwright_chromium
 
 # (名字, 页面, 组件, 怎样触发)
 WIDGETS = [
@@ -49,7 +49,11 @@ THROTTLE = {"offline": False, "latency": 150, "downloadThroughput": 1.6e6 / 8,
 
 def main(site: Path, slow: bool = False) -> None:
     server, base = serve(site)
-    sync_playwright, executable = playwright_chromium()
+    from playwright.sync_api import sync_playwright  # requirements.txt；浏览器用 Debian 的 chromium
+
+    executable = shutil.which("chromium") or sys.exit(
+        "没有 chromium（apt-get install chromium fonts-noto-cjk）"
+    )
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True)
         for name, page_path, widget, trigger in WIDGETS:

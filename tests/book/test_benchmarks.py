@@ -11,23 +11,39 @@ import pytest
 
 from tests.kit import ROOT
 
-BENCHMARKS = ROOT / "benchmarks"
+SCRIPTS = [
+    ("bench_attention.py", {"none_ratio_weights", "causal_ratio_fused"}),
+    ("bench_translation.py", {"ratio_ms_per_step", "decode_8_same_tokens"}),
+    (
+        "bench_gpt.py",
+        {
+            "train_ratio_ours_over_torch",
+            "generate_4_speedup_cached_b1",
+            "decode_ratio_gqa_over_mha",
+            "train_ratio_rope_over_learned",
+        },
+    ),
+    ("bench_bpe.py", {"naive_ratio_over_incremental", "tokenizers_ratio_over_incremental"}),
+]
 
 
-@pytest.mark.parametrize(
-    "script, keys",
-    [
-        ("bench_attention.py", {"none_ratio_weights", "causal_ratio_fused"}),
-        ("bench_translation.py", {"ratio_ms_per_step", "decode_8_same_tokens"}),
-        ("bench_gpt.py", {"train_ratio_ours_over_torch", "generate_4_speedup_cached_b1"}),
-        ("bench_modern.py", {"decode_ratio_gqa_over_mha", "train_ratio_rope_over_learned"}),
-        ("bench_bpe.py", {"naive_ratio_over_incremental", "tokenizers_ratio_over_incremental"}),
-    ],
-)
+def test_every_benchmark_script_is_run_here():
+    assert {p.name for p in (ROOT / "benchmarks").glob("bench_*.py")} == {s for s, _ in SCRIPTS}
+
+
+@pytest.mark.parametrize("script, keys", SCRIPTS)
 def test_benchmark_runs_at_tiny_size(script, keys):
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), "--tiny", "--threads", "1"],
+        [
+            sys.executable,
+            "-m",
+            f"benchmarks.{script.removesuffix('.py')}",
+            "--tiny",
+            "--threads",
+            "1",
+        ],
         capture_output=True,
+        cwd=ROOT,
         text=True,
         timeout=600,
     )

@@ -2,12 +2,12 @@
 以及与 Hugging Face ``tokenizers`` 的训练器（同样的文本 → 同样的合并表）的核对。坏输入的消息钉在
 ``test_bad_inputs.py`` 的表里（``bpe-*``）。"""
 
-from collections import Counter
 from itertools import pairwise
 
 import pytest
 
 from tests.kit import same_merges_up_to_ties
+from tinyformer.book.reference_bpe import naive_train
 from tinyformer.bpe import ByteBPE, gpt2_byte_to_unicode, merge_pair
 from tinyformer.poetry.corpus import load_split
 
@@ -18,20 +18,6 @@ POEMS = [
     "哈哈哈哈",
     "aaaa",
 ]
-
-
-def naive_train(texts, vocab_size):
-    """参考实现：每一步把所有对重新数一遍（慢，但一眼能看对）；平手取编号对最小的。"""
-    words = [list(t.encode("utf-8")) for t in texts]
-    merges = []
-    while len(merges) < vocab_size - 256:
-        counts = Counter(p for w in words for p in pairwise(w))
-        if not counts or max(counts.values()) < 2:
-            break
-        best = min(counts, key=lambda p: (-counts[p], p))
-        merges.append(best)
-        words = [merge_pair(w, best, 255 + len(merges)) for w in words]
-    return merges
 
 
 def test_incremental_counts_equal_recounting_every_step():

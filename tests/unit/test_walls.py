@@ -6,7 +6,7 @@
 - ``import tinyformer`` 只加载核心：不加载另外两层，也不加载只有它们才用的重依赖（matplotlib、Altair、ipywidgets、sacreBLEU、onnx；tqdm 不算：torch 自己就导入它）。
 
 静态的一半是 import-linter 的契约（``pyproject.toml`` 的 ``[tool.importlinter]``，连间接导入、函数里的
-延迟导入也查）；运行时的一半在一个新的子进程里看 ``sys.modules``。
+延迟导入也查；第二条契约管仓库的其余部分：tests → benchmarks | tools（互不导入）→ Sphinx 扩展 → 包）；运行时的一半在一个新的子进程里看 ``sys.modules``。
 """
 
 import json
@@ -22,8 +22,9 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
 def lint_imports(package_parent: Path) -> subprocess.CompletedProcess:
-    """对 ``package_parent`` 下的 tinyformer 运行 pyproject.toml 里的契约。"""
-    env = {**os.environ, "PYTHONPATH": str(package_parent)}
+    """对 ``package_parent`` 下的 tinyformer（和它旁边的文件夹）运行 pyproject.toml 里的契约；
+    ``package_parent`` 里没有的 tests、tools、benchmarks、_ext 取仓库里的。"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(package_parent), str(ROOT)])}
     return subprocess.run(
         [LINT_IMPORTS, "--config", ROOT / "pyproject.toml", "--no-cache"],
         capture_output=True,
@@ -44,7 +45,28 @@ def test_the_three_layers_exist():
 def test_the_import_contract_is_kept():
     result = lint_imports(SRC.parent)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 1 kept, 0 broken." in result.stdout
+    assert "Contracts: 2 kept, 0 broken." in result.stdout
+
+
+def test_tools_and_benchmarks_do_not_import_the_tests_or_each_other(tmp_path):
+    # 第二条契约：tests → benchmarks | tools → _ext → tinyformer。基准脚本曾从 tests/ 取参考实现和浏览器
+    shutil.copytree(
+        SRC, tmp_path / "tinyformer", ignore=shutil.ignore_patterns("weights", "fonts", "data")
+    )
+    for folder in ("tools", "benchmarks"):
+        shutil.copytree(
+            ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    records = tmp_path / "tools" / "records.py"
+    records.write_text(
+        records.read_text(encoding="utf-8") + "\n\ndef _kit():\n    from tests import kit\n"
+    )
+    bench = tmp_path / "benchmarks" / "_bench.py"
+    bench.write_text(bench.read_text(encoding="utf-8") + "\nfrom tools import records\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode != 0, result.stdout
+    assert "tools.records -> tests.kit" in result.stdout
+    assert "benchmarks._bench -> tools.records" in result.stdout
 
 
 def test_the_contract_sees_a_forbidden_lazy_import_and_an_unlisted_module(tmp_path):

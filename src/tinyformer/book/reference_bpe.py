@@ -1,4 +1,5 @@
-"""Hugging Face ``tokenizers`` 的字节级 BPE，配置成与 :class:`~tinyformer.bpe.ByteBPE` 做同一件事（“中文的字节级 BPE”一章）。
+"""核对 :class:`~tinyformer.bpe.ByteBPE` 的两个参考：每步重数的朴素循环（:func:`naive_train`），以及配置成
+做同一件事的 Hugging Face ``tokenizers`` 字节级 BPE（“中文的字节级 BPE”一章）。
 
 只有该章与测试用到它；``tokenizers`` 在用到时才导入。要让两边的算法重合，需要三处配置：
 
@@ -16,11 +17,31 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 
-from ..bpe import gpt2_byte_to_unicode
+from ..bpe import gpt2_byte_to_unicode, merge_pair
 
-__all__ = ["byte_ids", "reference_tokenizer", "train_reference"]
+__all__ = ["byte_ids", "naive_train", "reference_tokenizer", "train_reference"]
+
+
+def naive_train(texts: Sequence[str], vocab_size: int) -> list[tuple[int, int]]:
+    """每一步把所有相邻对重新数一遍的 BPE（慢，但一眼能看对；该章手写的就是它）；平手取编号对最小的。
+
+    :meth:`ByteBPE.train <tinyformer.bpe.ByteBPE.train>` 只更新合并处附近的计数，合并表必须与它逐条相同
+    （``tests/unit/test_bpe.py``）；``benchmarks/bench_bpe.py`` 比较两者的用时。
+    """
+    words = [list(t.encode("utf-8")) for t in texts]
+    merges: list[tuple[int, int]] = []
+    while len(merges) < vocab_size - 256:
+        counts = Counter(p for w in words for p in pairwise(w))
+        if not counts or max(counts.values()) < 2:
+            break
+        best = min(counts, key=lambda p: (-counts[p], p))
+        merges.append(best)
+        words = [merge_pair(w, best, 255 + len(merges)) for w in words]
+    return merges
 
 
 def _byte_level(model):
