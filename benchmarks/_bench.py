@@ -71,3 +71,46 @@ def cached_vs_full(runs: dict, repeats: int) -> tuple[dict[str, float], float, b
     medians = {name: statistics.median(t) for name, t in times.items()}
     same = bool(torch.equal(outputs["cached"], outputs["full"]))
     return medians, paired(times, "full", "cached"), same
+
+
+# 读回主机的张量操作：在 GPU 上每一个都让 Python 停下来等设备算完（CPU 上它们几乎不花时间，但照样数）
+_SYNCS = {
+    torch.Tensor.item, torch.Tensor.__bool__, torch.Tensor.__int__, torch.Tensor.__float__,
+    torch.Tensor.__index__, torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.nonzero,
+    torch.nonzero, torch.equal, torch.allclose, torch.Tensor.allclose,
+}  # fmt: skip
+
+
+class _CountSyncs(torch.overrides.TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.count += func in _SYNCS
+        return func(*args, **(kwargs or {}))
+
+
+def host_syncs(function) -> int:
+    """``function()`` 里读回主机的次数（``.item()``、``bool(张量)``、``.tolist()``……）。"""
+    with _CountSyncs() as counter:
+        function()
+    return counter.count
+
+
+def calls_into(module, function) -> int:
+    """``function()`` 运行时，Python 进入 ``module`` 里定义的函数多少次（``sys.setprofile`` 数）。"""
+    import sys
+
+    filename, count = module.__file__, 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        count += event == "call" and frame.f_code.co_filename == filename
+
+    sys.setprofile(profile)
+    try:
+        function()
+    finally:
+        sys.setprofile(None)
+    return count

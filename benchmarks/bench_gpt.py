@@ -9,6 +9,7 @@
 2. **生成**：``GPT.generate``（键/值缓存，每步只送入新字）对每步把整段重新送入模型，
    贪心地写 64 个字（目标：缓存快 ≥ 3 倍），一首（批量 1）与一整批（64 首）各测一次，并核对两者写出的
    编号相同。批量 1 时每步的计算很少，固定的开销（Python、每层的几次小运算）占了大头，所以加速比小于批量 64 时。
+   另数每写一个字进入参数检查函数、读回主机的次数（``GPT.generate`` 与随包的写诗模型的 ``write``）。
 3. **GQA/MQA 的解码**：同尺寸的 GPT，K、V 头数 4（多头注意力）、2（GQA）、1（MQA）。先把一段长提示送入、
    填满键/值缓存，再逐个送入新词元（贪心），计每个新词元的耗时；缓存的字节数由 ``KVCache.nbytes()`` 读出。
    长提示是为了让每步读缓存的代价显出来：批量 8、提示 448、再写 64 个词元，缓存是 K、V 头数的正比。
@@ -30,7 +31,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from benchmarks._bench import cached_vs_full, header, interleave, options, paired
+from benchmarks._bench import (
+    cached_vs_full,
+    calls_into,
+    header,
+    host_syncs,
+    interleave,
+    options,
+    paired,
+)
 from benchmarks.bench_attention import SIZE as ATTN_SIZE
 from benchmarks.bench_attention import TINY as ATTN_TINY
 from benchmarks.bench_attention import _step
@@ -40,9 +49,12 @@ from tinyformer import (
     KVCache,
     MultiHeadAttention,
     RotaryEmbedding,
+    _checks,
     causal_mask,
     copy_from_torch,
 )
+from tinyformer.poetry.pretrained import load_model
+from tinyformer.poetry.sampling import write
 
 SIZE = (5341, 64, 65, 128, 4, 4)  # 默认尺寸 V, B, T, C, H, L；--tiny 时换成 TINY
 TINY = (30, 2, 8, 16, 4, 2)
@@ -183,7 +195,23 @@ def main() -> None:
         )
         generation[f"generate_{new_tokens}_speedup_cached_b{rows}"] = round(speedup, 2)
         generation[f"generate_same_ids_b{rows}"] = identical
+    # 每写一个字的固定开销：进入检查函数几次、读回主机几次（目标：检查 ≤ 5 次）。GPT.generate 是随机初始化的
+    # 同尺寸模型，write 是随包发布的写诗模型写一首五言绝句（每字还要读回被选的字和候选表）
+    one = partial(ours.generate, ids[:1, :1], new_tokens, greedy=True)
+    poet, vocab = load_model()
+    poem = write(poet, vocab, form="五绝", generator=torch.Generator().manual_seed(0))
+    chars = len(poem.text)
+    poem_call = partial(write, poet, vocab, form="五绝", generator=torch.Generator().manual_seed(0))
+    overhead = {
+        "check_calls_per_token_generate_b1": calls_into(_checks, one) / new_tokens,
+        "host_syncs_per_token_generate_b1": host_syncs(one) / new_tokens,
+        "check_calls_per_char_write": calls_into(_checks, poem_call) / chars,
+        "host_syncs_per_char_write": host_syncs(poem_call) / chars,
+    }
+    for name, value in overhead.items():
+        print(f"  {name:<36}{value:6.2f}")
     summary = {
+        **{name: round(value, 2) for name, value in overhead.items()},
         "threads": torch.get_num_threads(),
         "train_ratio_ours_over_torch": round(train_ratio, 3),
         "train_ours_ms": round(ms["ours"], 2),

@@ -13,6 +13,7 @@
    比值取逐轮比值的中位数：这台虚拟机的速度在一次运行里会起伏 ±30 %，短而多的交替段让起伏落在同一轮的两边。
 3. **达到目标的时间** = 每步时间的中位数 × 达到目标的步数（比值 = 每步比值 × 步数比值）。
 
+另数一次训练前向读回主机（``.item()``、``bool(张量)`` 这类同步）和进入参数检查函数的次数，
 最后比较同一个训练好的模型的缓存解码与完整重算（64、128 个词元，不在 ``<eos>`` 停，交替运行，
 并检查两者输出的词元相同）。最后一行是 JSON：各项的 ours/torch 比值（小于 1 表示 tinyformer 更快或更少）与原始数字。
 """
@@ -29,8 +30,16 @@ from functools import partial
 import torch
 from torch import nn
 
-from benchmarks._bench import cached_vs_full, interleave, options, paired, seconds
-from tinyformer import Transformer, TransformerConfig, sinusoidal_encoding
+from benchmarks._bench import (
+    cached_vs_full,
+    calls_into,
+    host_syncs,
+    interleave,
+    options,
+    paired,
+    seconds,
+)
+from tinyformer import Transformer, TransformerConfig, _checks, sinusoidal_encoding
 from tinyformer.decoding import greedy_decode
 from tinyformer.text import pad_sequences
 from tinyformer.translation.corpus import generate_corpus
@@ -217,6 +226,16 @@ def main() -> None:
         ratios["ratio_seconds_to_target"] = (
             ratios["ratio_ms_per_step"] * ratios["ratio_steps_to_target"]
         )
+
+    # 一次训练前向的固定开销：读回主机几次（GPU 上每次都是一次停顿），进入检查函数几次（目标：≤ 3 次读回）
+    batch = next(iter(iterate_batches(examples, args.batch_size, ours.model.config.pad_id)))
+    forward = partial(ours.model, batch.src, batch.tgt_in)
+    results["host_syncs_per_training_forward"] = host_syncs(forward)
+    results["check_calls_per_training_forward"] = calls_into(_checks, forward)
+    print(
+        f"一次训练前向：读回主机 {results['host_syncs_per_training_forward']} 次（目标 ≤ 3），"
+        f"进入 _checks.py 的函数 {results['check_calls_per_training_forward']} 次"
+    )
 
     # 缓存解码 vs 完整重算：同一个训练好的模型；max_len 放大到能生成最长的那一档（位置编码表
     # 不是参数，不在 state_dict 里，所以同样的权重能装进 max_len 更大的模型）

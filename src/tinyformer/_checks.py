@@ -9,12 +9,32 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 from torch import Tensor
 
 SEED_LIMIT = 2**32  # 种子的范围 [0, 2**32)：torch、random、numpy 都接受，seed + epoch 也不会溢出
+
+# ---- 只在入口查一次 ------------------------------------------------------------------------
+# 读者调用的入口（Transformer、GPT、解码、写诗……）查完参数，在 ``with arguments_checked():`` 里算；
+# 里面的层、注意力、嵌入看到 ``checked()`` 为 True 就不再逐层、逐步重查（否则一次前向要进检查函数
+# 上百次，"每一句的键都没被全遮住"这类检查还要把张量读回主机：在 GPU 上每次都是一次停顿）。
+# 直接调用这些模块（“词嵌入”一章的 TokenEmbedding、“注意力机制”一章的 MultiHeadAttention）时，它们自己就是入口。
+_CHECKED: ContextVar[bool] = ContextVar("tinyformer_arguments_checked", default=False)
+checked = _CHECKED.get  # () -> bool：参数是否已由外层的入口查过
+
+
+@contextmanager
+def arguments_checked() -> Iterator[None]:
+    """入口查完参数之后进入：块里调用的模块跳过自己的检查。"""
+    token = _CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
 
 
 def shorten(value, limit: int = 60, *, chinese: bool = False) -> str:

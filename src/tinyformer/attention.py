@@ -36,6 +36,7 @@ from ._checks import (
     check_mask,
     check_positive_int,
     check_tensor,
+    checked,
 )
 from .cache import KVCache
 from .positional import RotaryEmbedding
@@ -123,13 +124,12 @@ def _attend(
     if mask is not None:  # mask 的 True 表示遮住：这些分数换成 -inf
         scores = scores.masked_fill(mask, -math.inf)
     weights = torch.softmax(scores, dim=-1)  # (..., T, S)：-inf 处恰好是 0
-    # has_key: (..., T|1, 1)，这一行至少有一个没被遮住的键
-    has_key = None if mask is None else ~mask.all(dim=-1, keepdim=True)
-    if has_key is not None and not has_key.all():
+    if mask is not None:
         # 全被遮住的行：分数全是 -inf，softmax 要算 -inf - (-inf)，得到 NaN。
         # 这一行没有可看的键，我们规定它的权重全为 0，于是输出也是 0。
         # 反向时这些 NaN 也不会漏出去：上面 masked_fill 的梯度在被遮住的位置
-        # （这一行的全部位置）恰好是 0。没有这样的行时不必多走一遍权重矩阵。
+        # （这一行的全部位置）恰好是 0。不先问"有没有这样的行"：那要把张量读回主机（GPU 上是一次停顿）。
+        has_key = ~mask.all(dim=-1, keepdim=True)  # (..., T|1, 1)，这一行至少有一个没被遮住的键
         weights = weights.masked_fill(~has_key, 0.0)
     if dropout_p > 0.0:  # 丢弃法：随机丢掉一些权重，其余的放大 1/(1-p)
         weights = F.dropout(weights, p=dropout_p)
@@ -260,15 +260,17 @@ class MultiHeadAttention(nn.Module):
             - attn_mask: (T|1, S) 或 (B|1, H|1, T|1, S)
             - 输出: (B, T, C)；权重: (B, H, T, S) 或 ``None``
         """
-        _check_mha_inputs(self, query, key, value, need_weights, cache, static_kv)
+        if not checked():  # 外层的入口（Transformer、GPT）已查过时不再逐层重查
+            _check_mha_inputs(self, query, key, value, need_weights, cache, static_kv)
         B, T, C = query.shape
         if cache is None:
             q, k, v = self._project(query, key, value)  # (B, H, T, D), (B, H_kv, S, D) ×2
         else:
             q, k, v = self._project_with_cache(query, key, value, cache, static_kv)
         S = k.shape[-2]
-        check_mask("attn_mask", attn_mask, (B, self.num_heads, T, S), ndims=(2, 4))
-        check_key_padding_mask("key_padding_mask", key_padding_mask, B, S)
+        if not checked():
+            check_mask("attn_mask", attn_mask, (B, self.num_heads, T, S), ndims=(2, 4))
+            check_key_padding_mask("key_padding_mask", key_padding_mask, B, S)
         mask = _merge_masks(attn_mask, key_padding_mask)  # (B|1, H|1, T|1, S) 或 None
 
         dropout_p = self.dropout if self.training else 0.0  # 只在训练时丢弃
@@ -368,17 +370,17 @@ def _attend_fused(
     dropout 由 torch 在它的计算里做（nanoGPT 同样如此）。``enable_gqa=True`` 时 key、value 的
     头数 H_kv 可以少于 query 的 H，由 torch 让每 H/H_kv 个查询头共用一个（分组查询注意力）。
     """
-    # F.scaled_dot_product_attention 的 bool attn_mask 意思相反：True = 可以关注
-    allowed = None if mask is None else ~mask
-    # has_key: (..., T|1, 1)，这一行至少有一个没被遮住的键
-    has_key = None if allowed is None else allowed.any(dim=-1, keepdim=True)
-    if has_key is None or has_key.all():
-        # (..., T, D), (..., S, D), (..., S, Dv) -> (..., T, Dv)
+    if mask is None:  # (..., T, D), (..., S, D), (..., S, Dv) -> (..., T, Dv)
         return F.scaled_dot_product_attention(
-            query, key, value, attn_mask=allowed, dropout_p=dropout_p, enable_gqa=enable_gqa
+            query, key, value, dropout_p=dropout_p, enable_gqa=enable_gqa
         )
-    # 全被遮住的行：torch 的某些版本、后端在这里给出 NaN（梯度也是 NaN）。
-    # 先让这些行"什么都能看"，算完再把它们的输出置 0，与 _attend 的规定一致。
+    # F.scaled_dot_product_attention 的 bool attn_mask 意思相反：True = 可以关注
+    allowed = ~mask
+    # has_key: (..., T|1, 1)，这一行至少有一个没被遮住的键
+    has_key = allowed.any(dim=-1, keepdim=True)
+    # 全被遮住的行：torch 的某些版本、后端在这里给出 NaN（梯度也是 NaN）。先让这些行"什么都能看"，
+    # 算完再把它们的输出置 0，与 _attend 的规定一致。没有这样的行时两步什么也不改；不先问
+    # "有没有"：那要把张量读回主机（GPU 上是一次停顿）。
     out = F.scaled_dot_product_attention(
         query, key, value, attn_mask=allowed | ~has_key, dropout_p=dropout_p, enable_gqa=enable_gqa
     )

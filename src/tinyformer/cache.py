@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_indices, check_tensor
+from ._checks import check_indices, check_tensor, checked
 
 
 class KVCache:
@@ -94,9 +94,11 @@ class KVCache:
 
         形状: indices (N,)，整数，取值在 [0, B) 内；之后缓存的批量大小变成 N。
         """
-        check_tensor("indices", indices, "(N)")
+        if not checked() and self._store:  # 束搜索的每一步不再查：行号是它自己算出来的
+            check_tensor("indices", indices, "(N)")
+            batch = next(iter(self._store.values()))[0].shape[0]  # 每个模块存的批量大小相同
+            check_indices("indices", indices, batch, "batch size")
         for module, (key, value) in self._store.items():
-            check_indices("indices", indices, key.shape[0], "batch size")
             indices = indices.to(key.device)
             # (B, H, S, D) -> (N, H, S, D)
             self._store[module] = (key.index_select(0, indices), value.index_select(0, indices))

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from ._checks import (
+    arguments_checked,
     check_bool,
     check_instance,
     check_int,
@@ -108,17 +109,18 @@ def greedy_decode(
     B = src.shape[0]
     pad_id = model.config.pad_id
     is_pad = src == pad_id  # (B, S) 源句的填充掩码
-    memory = model.encode(src, src_key_padding_mask=is_pad)  # (B, S, C)
+    memory = model.encode(src)  # (B, S, C)；encode 检查 src 的编号
     cache = KVCache() if use_cache else None
     ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
-    for _ in range(max_len):
-        next_id = _next_logits(model, ys, memory, is_pad, cache).argmax(dim=-1)  # (B,)
-        next_id = next_id.masked_fill(finished, pad_id)  # 已结束的句子只补填充
-        ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t) -> (B, t + 1)
-        finished |= next_id == eos_id
-        if stop_at_eos and finished.all():
-            break
+    with arguments_checked():  # 以下每一步的参数都已查过
+        for _ in range(max_len):
+            next_id = _next_logits(model, ys, memory, is_pad, cache).argmax(dim=-1)  # (B,)
+            next_id = next_id.masked_fill(finished, pad_id)  # 已结束的句子只补填充
+            ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t) -> (B, t + 1)
+            finished |= next_id == eos_id
+            if stop_at_eos and finished.all():  # 读回主机：所有句子都结束了就停
+                break
     return ys
 
 
@@ -212,7 +214,7 @@ def beam_search(
     # 每句复制 K 份：第 b 句的 K 个前缀占第 b*K .. b*K+K-1 行
     src_k = src.repeat_interleave(K, dim=0)  # (B, S) -> (B*K, S)
     is_pad = src_k == pad_id  # (B*K, S) 源句的填充掩码
-    memory = model.encode(src_k, src_key_padding_mask=is_pad)  # (B*K, S, C)
+    memory = model.encode(src_k)  # (B*K, S, C)；encode 检查 src 的编号
     cache = KVCache() if use_cache else None
 
     ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=device)  # (B*K, 1)
@@ -222,28 +224,29 @@ def beam_search(
     finished = torch.zeros(B, K, dtype=torch.bool, device=device)  # (B, K)
     lengths = torch.zeros(B, K, device=device)  # 不含 <bos> 的长度（含 <eos>）
 
-    for _ in range(max_len):
-        logits = _next_logits(model, ys, memory, is_pad, cache)  # (B*K, V)
-        V = logits.shape[-1]
-        step = torch.log_softmax(logits.float(), dim=-1).view(B, K, V)  # (B*K, V) -> (B, K, V)
-        # 已结束的前缀只能"扩展"出一个填充词元，对数概率加 0，保持不变
-        ended = torch.full((V,), float("-inf"), device=device)
-        ended[pad_id] = 0.0
-        step = torch.where(finished[..., None], ended, step)  # (B, K, V)
-        candidates = (log_probs[..., None] + step).view(B, K * V)  # (B, K, V) -> (B, K*V)
-        log_probs, flat = candidates.topk(K, dim=-1)  # (B, K)：每句最好的 K 个候选
-        parent = flat // V  # 候选来自该句的第几个前缀 (B, K)
-        token = flat % V  # 候选的新词元 (B, K)
+    with arguments_checked():  # 以下每一步的参数都已查过
+        for _ in range(max_len):
+            logits = _next_logits(model, ys, memory, is_pad, cache)  # (B*K, V)
+            V = logits.shape[-1]
+            step = torch.log_softmax(logits.float(), dim=-1).view(B, K, V)  # (B*K, V) -> (B, K, V)
+            # 已结束的前缀只能"扩展"出一个填充词元，对数概率加 0，保持不变
+            ended = torch.full((V,), float("-inf"), device=device)
+            ended[pad_id] = 0.0
+            step = torch.where(finished[..., None], ended, step)  # (B, K, V)
+            candidates = (log_probs[..., None] + step).view(B, K * V)  # (B, K, V) -> (B, K*V)
+            log_probs, flat = candidates.topk(K, dim=-1)  # (B, K)：每句最好的 K 个候选
+            parent = flat // V  # 候选来自该句的第几个前缀 (B, K)
+            token = flat % V  # 候选的新词元 (B, K)
 
-        rows = (parent + torch.arange(B, device=device)[:, None] * K).view(-1)  # (B*K,) 旧行号
-        ys = torch.cat([ys[rows], token.view(-1, 1)], dim=1)  # (B*K, t) -> (B*K, t + 1)
-        if cache is not None:
-            cache.reorder(rows)  # 每一行的缓存跟着它的候选走
-        was_finished = finished.gather(1, parent)  # (B, K)
-        lengths = lengths.gather(1, parent) + (~was_finished).float()
-        finished = was_finished | (token == eos_id)
-        if finished.all():
-            break
+            rows = (parent + torch.arange(B, device=device)[:, None] * K).view(-1)  # (B*K,) 旧行号
+            ys = torch.cat([ys[rows], token.view(-1, 1)], dim=1)  # (B*K, t) -> (B*K, t + 1)
+            if cache is not None:
+                cache.reorder(rows)  # 每一行的缓存跟着它的候选走
+            was_finished = finished.gather(1, parent)  # (B, K)
+            lengths = lengths.gather(1, parent) + (~was_finished).float()
+            finished = was_finished | (token == eos_id)
+            if finished.all():
+                break
 
     scores = log_probs / length_penalty(lengths, alpha)  # (B, K)
     best = scores.argmax(dim=-1)  # (B,)

@@ -16,6 +16,7 @@ from ._checks import (
     check_int,
     check_positive_int,
     check_tensor,
+    checked,
 )
 
 
@@ -74,8 +75,9 @@ class TokenEmbedding(nn.Module):
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
 
     def forward(self, ids: Tensor) -> Tensor:
-        check_tensor("ids", ids, "(B, T)")
-        check_indices("ids", ids, self.vocab_size, "vocab_size")
+        if not checked():  # 在 Transformer、GPT 里由它们的入口查过
+            check_tensor("ids", ids, "(B, T)")
+            check_indices("ids", ids, self.vocab_size, "vocab_size")
         x = self.embedding(ids)  # (B, T) -> (B, T, C)：按编号取 E 的行
         return x * math.sqrt(self.d_model) if self.scale else x
 

@@ -20,6 +20,7 @@ from ._checks import (
     check_floating,
     check_positive_int,
     check_tensor,
+    checked,
 )
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
@@ -112,8 +113,9 @@ class PositionWiseFFN(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
 
     def forward(self, x: Tensor) -> Tensor:
-        check_tensor("x", x, "(..., C)", d_model=self.d_model)
-        check_floating("x", x, self.linear1.weight)
+        if not checked():  # 在模型里由它的入口查过
+            check_tensor("x", x, "(..., C)", d_model=self.d_model)
+            check_floating("x", x, self.linear1.weight)
         h = self.activation(self.linear1(x))  # (..., C) -> (..., d_ff)
         return self.linear2(self.dropout(h))  # (..., d_ff) -> (..., C)
 
@@ -180,8 +182,9 @@ class SwiGLU(nn.Module):
         self.down_proj = nn.Linear(d_ff, d_model, bias=bias)  # W_d
 
     def forward(self, x: Tensor) -> Tensor:
-        check_tensor("x", x, "(..., C)", d_model=self.d_model)
-        check_floating("x", x, self.gate_proj.weight)
+        if not checked():
+            check_tensor("x", x, "(..., C)", d_model=self.d_model)
+            check_floating("x", x, self.gate_proj.weight)
         # (..., C) -> (..., d_ff) 两次；Swish(门) ⊙ 升维，逐元素
         h = F.silu(self.gate_proj(x)) * self.up_proj(x)
         return self.down_proj(self.dropout(h))  # (..., d_ff) -> (..., C)

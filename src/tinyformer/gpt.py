@@ -16,16 +16,19 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import (
+    arguments_checked,
     check_bool,
     check_choice,
     check_divisible,
     check_dropout,
     check_fits,
+    check_indices,
     check_instance,
     check_memory,
     check_positive_float,
     check_positive_int,
     check_tensor,
+    checked,
     layer_stack_bytes,
 )
 from .cache import KVCache
@@ -73,7 +76,8 @@ def next_distribution(
         >>> [round(p, 4) for p in next_distribution(logits, top_p=0.9).tolist()]  # 0.5+0.3 < 0.9 ≤ +0.15
         [0.5263, 0.3158, 0.1579, 0.0]
     """
-    check_sampling(temperature, top_k, top_p)
+    if not checked():
+        check_sampling(temperature, top_k, top_p)
     logits = logits / temperature
     if top_k is not None:
         kth = torch.topk(logits, min(top_k, logits.shape[-1])).values[..., -1:]  # (…, 1)
@@ -307,23 +311,27 @@ class GPT(nn.Module):
             self.output.weight = self.token_embedding.embedding.weight  # 同一个 (V, C) 参数
 
     def forward(self, ids: Tensor, cache: KVCache | None = None) -> Tensor:
-        check_tensor("ids", ids, "(B, T)")
-        check_instance("cache", cache, KVCache, allow_none=True)
+        if not checked():  # 入口：只在这里查一次（generate 的每一步不再查），里面的块不再重查
+            check_tensor("ids", ids, "(B, T)")
+            check_instance("cache", cache, KVCache, allow_none=True)
         B, T = ids.shape
         # 已缓存的位置数：新词元从这个位置接着数（没有缓存时为 0）
         start = 0 if cache is None else cache.length(self.layers[0].self_attn)
-        check_fits(f"T + cached length = {T} + {start}", T + start, self.config.max_len)
-        x = self.token_embedding(ids)  # (B, T, C)
-        if self.position_embedding is not None:
-            positions = torch.arange(start, start + T, device=ids.device)  # (T,)
-            x = x + self.position_embedding(positions)  # (B, T, C) + (T, C)
-        x = self.dropout(x)
-        # 因果掩码 (T, start + T)；逐词生成时只有一个新词元，它可以看全部位置，这一行全是 False，不必建
-        mask = None if T == 1 else causal_mask(T, device=ids.device, start=start)
-        for layer in self.layers:
-            x = layer(x, attn_mask=mask, cache=cache)  # (B, T, C)
-        x = self.decoder_norm(x)
-        return self.output(x)  # (B, T, C) @ (C, V) -> (B, T, V)
+        if not checked():
+            check_fits(f"T + cached length = {T} + {start}", T + start, self.config.max_len)
+            check_indices("ids", ids, self.config.vocab_size, "vocab_size")  # 读回主机一次
+        with arguments_checked():
+            x = self.token_embedding(ids)  # (B, T, C)
+            if self.position_embedding is not None:
+                positions = torch.arange(start, start + T, device=ids.device)  # (T,)
+                x = x + self.position_embedding(positions)  # (B, T, C) + (T, C)
+            x = self.dropout(x)
+            # 因果掩码 (T, start + T)；逐词生成时只有一个新词元，它可以看全部位置，这一行全是 False
+            mask = None if T == 1 else causal_mask(T, device=ids.device, start=start)
+            for layer in self.layers:
+                x = layer(x, attn_mask=mask, cache=cache)  # (B, T, C)
+            x = self.decoder_norm(x)
+            return self.output(x)  # (B, T, C) @ (C, V) -> (B, T, V)
 
     @torch.no_grad()
     def generate(
@@ -346,15 +354,18 @@ class GPT(nn.Module):
         )
         check_sampling(temperature, top_k, top_p)
         cache = KVCache()
-        logits = self(ids, cache=cache)  # 整段提示一次送入：(B, T, V)，缓存里有了 T 个位置
-        for step in range(max_new_tokens):
-            next_logits = logits[:, -1]  # 最后一个位置预测下一个词元：(B, V)
-            if greedy:
-                next_id = next_logits.argmax(dim=-1, keepdim=True)  # (B, 1)
-            else:
-                probs = next_distribution(next_logits, temperature, top_k, top_p)  # (B, V)
-                next_id = torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
-            ids = torch.cat([ids, next_id], dim=1)  # (B, T) -> (B, T + 1)
-            if step + 1 < max_new_tokens:
-                logits = self(next_id, cache=cache)  # 只送入新词元：(B, 1, V)
+        logits = self(
+            ids, cache=cache
+        )  # 整段提示一次送入（也检查编号）：(B, T, V)，缓存里有 T 个位置
+        with arguments_checked():  # 以下每一步的参数都已查过：采样出的编号一定在词表里
+            for step in range(max_new_tokens):
+                next_logits = logits[:, -1]  # 最后一个位置预测下一个词元：(B, V)
+                if greedy:
+                    next_id = next_logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+                else:
+                    probs = next_distribution(next_logits, temperature, top_k, top_p)  # (B, V)
+                    next_id = torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
+                ids = torch.cat([ids, next_id], dim=1)  # (B, T) -> (B, T + 1)
+                if step + 1 < max_new_tokens:
+                    logits = self(next_id, cache=cache)  # 只送入新词元：(B, 1, V)
         return ids

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 from torch import Tensor, nn
 
-from ._checks import check_bool, check_choice, check_tensor
+from ._checks import check_bool, check_choice, check_tensor, checked
 from .attention import MultiHeadAttention
 from .cache import KVCache
 from .feedforward import FFNS, PositionWiseFFN, SwiGLU
@@ -248,8 +248,8 @@ class DecoderLayer(nn.Module):
             - tgt_key_padding_mask: (B, T')；memory_key_padding_mask: (B, S)
             - 输出: (B, T, C)
         """
-        # x 由第一个子层在它的入口检查；memory 在这里查，消息才说得出是 memory
-        check_tensor("memory", memory, "(B, S, C)", d_model=self.d_model)
+        if not checked():  # x 由第一个子层检查；memory 在这里查，消息才说得出是 memory
+            check_tensor("memory", memory, "(B, S, C)", d_model=self.d_model)
         self_masks = {"attn_mask": tgt_mask, "key_padding_mask": tgt_key_padding_mask}
         cross_masks = {"key_padding_mask": memory_key_padding_mask}
         if self.norm_first:

@@ -11,15 +11,22 @@ from dataclasses import dataclass
 from torch import Tensor, nn
 
 from ._checks import (
+    arguments_checked,
     check_bool,
     check_choice,
     check_divisible,
     check_dropout,
+    check_fits,
+    check_floating,
+    check_indices,
     check_instance,
     check_int,
+    check_key_padding_mask,
+    check_mask,
     check_memory,
     check_positive_int,
     check_tensor,
+    checked,
     layer_stack_bytes,
 )
 from .cache import KVCache
@@ -188,13 +195,17 @@ class Transformer(nn.Module):
             self.output.weight = self.tgt_embed.embedding.weight  # 同一个 (V, C) 参数
 
     def encode(self, src: Tensor, *, src_key_padding_mask: Tensor | None = None) -> Tensor:
-        check_tensor("src", src, "(B, S)")
+        if not checked():  # 入口：只在这里查一次，里面的层不再重查
+            self._check_ids("src", src, self.config.src_vocab_size)
+            B, S = src.shape
+            check_key_padding_mask("src_key_padding_mask", src_key_padding_mask, B, S)
         if src_key_padding_mask is None:
             src_key_padding_mask = src == self.config.pad_id  # (B, S)，True = 填充
-        x = self.positional(self.src_embed(src))  # (B, S) -> (B, S, C)
-        for layer in self.encoder_layers:
-            x = layer(x, src_key_padding_mask=src_key_padding_mask)  # (B, S, C)
-        return self.encoder_norm(x)  # memory: (B, S, C)
+        with arguments_checked():
+            x = self.positional(self.src_embed(src))  # (B, S) -> (B, S, C)
+            for layer in self.encoder_layers:
+                x = layer(x, src_key_padding_mask=src_key_padding_mask)  # (B, S, C)
+            return self.encoder_norm(x)  # memory: (B, S, C)
 
     def decode(
         self,
@@ -206,23 +217,29 @@ class Transformer(nn.Module):
         tgt_mask: Tensor | None = None,
         cache: KVCache | None = None,
     ) -> Tensor:
-        check_tensor("tgt", tgt, "(B, T)")
-        check_instance("cache", cache, KVCache, allow_none=True)
-        B, T = tgt.shape
+        if not checked():
+            check_instance("cache", cache, KVCache, allow_none=True)
         # 已缓存的位置数：新词元从这个位置接着数（没有缓存时为 0）
         start = 0 if cache is None else cache.length(self.decoder_layers[0].self_attn)
+        if not checked():
+            self._check_ids("tgt", tgt, self.config.tgt_vocab_size, start)
+            self._check_memory_and_masks(
+                tgt, start, memory, memory_key_padding_mask, tgt_key_padding_mask, tgt_mask
+            )
+        B, T = tgt.shape
         if tgt_mask is None and T > 1:  # T = 1：一个新词元可以看全部位置，因果掩码这一行全是 False
             tgt_mask = causal_mask(T, device=tgt.device, start=start)  # (T, start + T)
-        x = self.positional(self.tgt_embed(tgt), start=start)  # (B, T) -> (B, T, C)
         masks = {
             "tgt_mask": tgt_mask,
             "tgt_key_padding_mask": tgt_key_padding_mask,
             "memory_key_padding_mask": memory_key_padding_mask,
         }
-        for layer in self.decoder_layers:
-            x = layer(x, memory, **masks, cache=cache)  # (B, T, C)
-        x = self.decoder_norm(x)
-        return self.output(x)  # (B, T, C) @ (C, V) -> (B, T, V)
+        with arguments_checked():
+            x = self.positional(self.tgt_embed(tgt), start=start)  # (B, T) -> (B, T, C)
+            for layer in self.decoder_layers:
+                x = layer(x, memory, **masks, cache=cache)  # (B, T, C)
+            x = self.decoder_norm(x)
+            return self.output(x)  # (B, T, C) @ (C, V) -> (B, T, V)
 
     def forward(
         self,
@@ -232,18 +249,51 @@ class Transformer(nn.Module):
         src_key_padding_mask: Tensor | None = None,
         tgt_key_padding_mask: Tensor | None = None,
     ) -> Tensor:
-        pad_id = self.config.pad_id  # src、tgt 由 encode、decode 在它们的入口检查
+        if not checked():
+            self._check_ids("src", src, self.config.src_vocab_size)
+            self._check_ids("tgt", tgt, self.config.tgt_vocab_size)
+            if src.shape[0] != tgt.shape[0]:
+                raise ValueError(
+                    f"src and tgt must have the same batch size B, got {src.shape[0]}, {tgt.shape[0]}"
+                )
+            check_key_padding_mask("src_key_padding_mask", src_key_padding_mask, *src.shape)
+            check_key_padding_mask("tgt_key_padding_mask", tgt_key_padding_mask, *tgt.shape)
+        pad_id = self.config.pad_id
         if src_key_padding_mask is None:
             src_key_padding_mask = src == pad_id  # (B, S)，True = 填充
         if tgt_key_padding_mask is None:
             tgt_key_padding_mask = tgt == pad_id  # (B, T)；decode 再与因果掩码合起来
-        memory = self.encode(src, src_key_padding_mask=src_key_padding_mask)  # (B, S, C)
-        return self.decode(
-            tgt,
-            memory,
-            memory_key_padding_mask=src_key_padding_mask,
-            tgt_key_padding_mask=tgt_key_padding_mask,
-        )  # (B, T, V)
+        with arguments_checked():
+            memory = self.encode(src, src_key_padding_mask=src_key_padding_mask)  # (B, S, C)
+            return self.decode(
+                tgt,
+                memory,
+                memory_key_padding_mask=src_key_padding_mask,
+                tgt_key_padding_mask=tgt_key_padding_mask,
+            )  # (B, T, V)
+
+    # ---- 入口的检查 ------------------------------------------------------------------------
+
+    def _check_ids(self, name: str, ids: Tensor, vocab_size: int, start: int = 0) -> None:
+        """词元编号：整数张量 (B, L)，每个值在 [0, vocab_size) 内；start + L 放得进位置表。"""
+        check_tensor(name, ids, "(B, S)" if name == "src" else "(B, T)")
+        L = ids.shape[1]
+        check_fits(f"T + start = {L} + {start}", L + start, self.config.max_len)
+        check_indices("ids", ids, vocab_size, "vocab_size")  # 读回主机一次：有没有越界的编号
+
+    def _check_memory_and_masks(self, tgt, start, memory, memory_mask, tgt_padding, tgt_mask):
+        """decode 的 memory 与三个掩码（读者传进来的；forward 自己建的不必查）。"""
+        B, T = tgt.shape
+        check_tensor("memory", memory, "(B, S, C)", d_model=self.config.d_model)
+        check_floating("memory", memory, self.output.weight)
+        if memory.shape[0] != B:
+            raise ValueError(
+                f"tgt and memory must have the same batch size B, got {B}, {memory.shape[0]}"
+            )
+        check_key_padding_mask("memory_key_padding_mask", memory_mask, B, memory.shape[1])
+        check_key_padding_mask("tgt_key_padding_mask", tgt_padding, B, start + T)
+        heads = self.config.num_heads
+        check_mask("tgt_mask", tgt_mask, (B, heads, T, start + T), ndims=(2, 4))
 
 
 def _memory_needed(c: TransformerConfig) -> int:

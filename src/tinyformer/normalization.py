@@ -18,6 +18,7 @@ from ._checks import (
     check_positive_float,
     check_positive_int,
     check_tensor,
+    checked,
 )
 
 # 这些 dtype 的尾数太短，在它们里面求均值和方差会丢精度：统计量改用 float32 计算（torch 也这样做）
@@ -75,9 +76,10 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model)) if bias else None  # β
 
     def forward(self, x: Tensor) -> Tensor:
-        check_tensor("x", x, "(..., C)", d_model=self.d_model)
-        # float16/bfloat16 的输入在 float32 里算（下面）；其余 dtype 须与 γ、β 相同
-        check_floating("x", x, None if x.dtype in _LOW_PRECISION else self.weight)
+        if not checked():  # 在模型里由它的入口查过
+            check_tensor("x", x, "(..., C)", d_model=self.d_model)
+            # float16/bfloat16 的输入在 float32 里算（下面）；其余 dtype 须与 γ、β 相同
+            check_floating("x", x, None if x.dtype in _LOW_PRECISION else self.weight)
         if x.dtype in _LOW_PRECISION:  # 统计量在 float32 里算，结果再转回原来的 dtype
             weight = None if self.weight is None else self.weight.float()
             bias = None if self.bias is None else self.bias.float()
@@ -131,8 +133,9 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))  # γ
 
     def forward(self, x: Tensor) -> Tensor:
-        check_tensor("x", x, "(..., C)", d_model=self.d_model)
-        check_floating("x", x, None if x.dtype in _LOW_PRECISION else self.weight)
+        if not checked():  # 在模型里由它的入口查过
+            check_tensor("x", x, "(..., C)", d_model=self.d_model)
+            check_floating("x", x, None if x.dtype in _LOW_PRECISION else self.weight)
         h = x.float() if x.dtype in _LOW_PRECISION else x
         # 1/RMS(x)：(..., C) -> (..., 1)。乘以 rsqrt 而不是除以 sqrt：同一个数，前向加反向快约三分之一
         inv_rms = torch.rsqrt(h.square().mean(dim=-1, keepdim=True) + self.eps)

@@ -19,6 +19,7 @@ from ._checks import (
     check_positive_float,
     check_positive_int,
     check_tensor,
+    checked,
 )
 
 
@@ -189,10 +190,12 @@ class PositionalEncoding(nn.Module):
         self.register_buffer("pe", pe, persistent=False)  # (max_len, C)
 
     def forward(self, x: Tensor, start: int = 0) -> Tensor:
-        check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
-        check_int("start", start, minimum=0)
+        if not checked():  # 在 Transformer 里由它的入口查过
+            check_tensor("x", x, "(B, T, C)", d_model=self.d_model)
+            check_int("start", start, minimum=0)
+            T = x.shape[1]
+            check_fits(f"T + start = {T} + {start}", T + start, self.max_len)
         B, T, C = x.shape
-        check_fits(f"T + start = {T} + {start}", T + start, self.max_len)
         x = x + self.pe[start : start + T]  # (B, T, C) + (T, C) -> (B, T, C)
         return self.dropout(x)
 
@@ -276,8 +279,9 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, x: Tensor, start: int = 0) -> Tensor:
         T, D = x.shape[-2:]
-        check_int("start", start, minimum=0)  # 负的下标从表尾数起：会悄悄切出空表
-        check_fits(f"T + start = {T} + {start}", T + start, self.max_len)
+        if not checked():  # 在 GPT 里由它的入口查过
+            check_int("start", start, minimum=0)  # 负的下标从表尾数起：会悄悄切出空表
+            check_fits(f"T + start = {T} + {start}", T + start, self.max_len)
         cos = self.cos[start : start + T].to(x.dtype)  # (T, D/2)，对 (..., T, D/2) 广播
         sin = self.sin[start : start + T].to(x.dtype)
         if self.layout == "half":  # 第 i 维与第 i + D/2 维成对：各 (..., T, D/2)

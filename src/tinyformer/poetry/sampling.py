@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .._checks import (
+    arguments_checked,
     check_bool,
     check_instance,
     check_int,
@@ -364,54 +365,57 @@ def write(
     logits = model(torch.tensor([ids], device=device), cache=cache)[0, -1]  # (V,)
     poem = Poem(text=prefix)
     clauses = 0  # 已写完的句数
-    while len(ids) < max_len:
-        forced = None
-        if rules is not None:
-            forced = rules.forced()
-            if forced is None and acrostic is not None and rules.position == 0:
-                forced = vocab.stoi[acrostic[rules.clause]]
-        elif acrostic is not None:
-            if clauses == len(acrostic) and ids[-1] in ends:
-                forced = vocab.eos_id
-            elif clauses < len(acrostic) and (ids[-1] == vocab.bos_id or ids[-1] in ends):
-                forced = vocab.stoi[acrostic[clauses]]
-        if forced is not None:
-            next_id, choices = forced, [(vocab.itos[forced], 1.0)]
-        else:
-            logits = logits.index_fill(0, banned, float("-inf"))
-            if rules is not None:  # 不合格律的字概率为 0，其余照常采样
-                logits = logits.masked_fill(~rules.allowed().to(device), float("-inf"))
-            elif acrostic is not None:  # 藏头诗写满之前不许结束
-                logits[vocab.eos_id] = float("-inf")
-                # 这一句的标点、余下每句的首字和标点（各 2 个位置）刚好还放得下时，这一句就此结束：
-                # 藏头的字一个也不丢，最后一句也有标点（只在模型写出特别长的句子时才会发生）
-                heads_left = len(acrostic) - clauses - 1
-                if max_len - len(ids) - 1 < 2 * heads_left + 1:
-                    logits = logits.index_fill(0, others, float("-inf"))
-            if greedy:
-                probs = torch.softmax(logits, dim=-1)  # (V,)
-                next_id = int(probs.argmax())
+    with arguments_checked():  # 每一步送入的都是写出的字：参数已在上面查过，模型不再逐步重查
+        while len(ids) < max_len:
+            forced = None
+            if rules is not None:
+                forced = rules.forced()
+                if forced is None and acrostic is not None and rules.position == 0:
+                    forced = vocab.stoi[acrostic[rules.clause]]
+            elif acrostic is not None:
+                if clauses == len(acrostic) and ids[-1] in ends:
+                    forced = vocab.eos_id
+                elif clauses < len(acrostic) and (ids[-1] == vocab.bos_id or ids[-1] in ends):
+                    forced = vocab.stoi[acrostic[clauses]]
+            if forced is not None:
+                next_id, choices = forced, [(vocab.itos[forced], 1.0)]
             else:
-                probs = next_distribution(logits, temperature, top_k, top_p)  # (V,)
-                # 生成器在 CPU 上，所以在 CPU 上抽
-                next_id = int(torch.multinomial(probs.cpu(), 1, generator=generator))
-            top = torch.topk(probs, min(show, len(vocab)))
-            choices = [
-                (vocab.itos[i], round(p, 4))
-                for p, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)
-            ]
-        if rules is not None:
-            rules.step(next_id)
-        if next_id == vocab.eos_id:
-            break
-        ids.append(next_id)
-        poem.text += vocab.itos[next_id]
-        poem.choices.append(choices)
-        clauses += next_id in ends
-        if len(ids) == max_len:
-            break
-        if use_cache:
-            logits = model(torch.tensor([[next_id]], device=device), cache=cache)[0, -1]  # 只送新字
-        else:
-            logits = model(torch.tensor([ids], device=device))[0, -1]  # 整段重算：(V,)
+                logits = logits.index_fill(0, banned, float("-inf"))
+                if rules is not None:  # 不合格律的字概率为 0，其余照常采样
+                    logits = logits.masked_fill(~rules.allowed().to(device), float("-inf"))
+                elif acrostic is not None:  # 藏头诗写满之前不许结束
+                    logits[vocab.eos_id] = float("-inf")
+                    # 这一句的标点、余下每句的首字和标点（各 2 个位置）刚好还放得下时，这一句就此结束：
+                    # 藏头的字一个也不丢，最后一句也有标点（只在模型写出特别长的句子时才会发生）
+                    heads_left = len(acrostic) - clauses - 1
+                    if max_len - len(ids) - 1 < 2 * heads_left + 1:
+                        logits = logits.index_fill(0, others, float("-inf"))
+                if greedy:
+                    probs = torch.softmax(logits, dim=-1)  # (V,)
+                    next_id = int(probs.argmax())
+                else:
+                    probs = next_distribution(logits, temperature, top_k, top_p)  # (V,)
+                    # 生成器在 CPU 上，所以在 CPU 上抽
+                    next_id = int(torch.multinomial(probs.cpu(), 1, generator=generator))
+                top = torch.topk(probs, min(show, len(vocab)))
+                choices = [
+                    (vocab.itos[i], round(p, 4))
+                    for p, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)
+                ]
+            if rules is not None:
+                rules.step(next_id)
+            if next_id == vocab.eos_id:
+                break
+            ids.append(next_id)
+            poem.text += vocab.itos[next_id]
+            poem.choices.append(choices)
+            clauses += next_id in ends
+            if len(ids) == max_len:
+                break
+            if use_cache:
+                logits = model(torch.tensor([[next_id]], device=device), cache=cache)[
+                    0, -1
+                ]  # 只送新字
+            else:
+                logits = model(torch.tensor([ids], device=device))[0, -1]  # 整段重算：(V,)
     return poem
