@@ -38,6 +38,7 @@ V     词表大小 vocab_size
 """
 
 from .attention import MultiHeadAttention, attention_with_weights
+from .block import GPTBlock
 from .cache import KVCache
 from .decoding import beam_search, greedy_decode
 from .dropout import Dropout
@@ -78,6 +79,7 @@ __all__ = [
     # 编码器层、解码器层、GPT
     "EncoderLayer",
     "DecoderLayer",
+    "GPTBlock",
     "GPTConfig",
     "GPT",
     "next_distribution",

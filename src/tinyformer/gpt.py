@@ -1,8 +1,7 @@
 r"""只有解码器的因果语言模型（GPT 式）（“编码器与解码器”一章讲解）。
 
-GPT 的块 = 自注意力 + 前馈网络，自注意力带因果掩码，没有交叉注意力——这正是
-:class:`~tinyformer.EncoderLayer` 加上因果掩码，所以这里的 :class:`GPTBlock` 就是它，
-只多一个逐词生成用的键/值缓存（“完整模型”一章）。
+GPT 的块（:class:`~tinyformer.GPTBlock`）= 自注意力 + 前馈网络，自注意力带因果掩码，没有交叉注意力——
+这正是 :class:`~tinyformer.EncoderLayer` 的公式加上因果掩码，另有逐词生成用的键/值缓存（“完整模型”一章）。
 和 GPT-2 一样：学到的位置嵌入、pre-LN、NewGELU、末尾再加一个 LayerNorm、输出层与词嵌入共享权重。
 :class:`GPTConfig` 还有 2019 年之后常见的几个改动，每个是一个字段，默认全部关闭（即 GPT-2）：
 RMSNorm、RoPE 或不要位置（NoPE）、SwiGLU、分组查询注意力（GQA/MQA）、不要偏置。
@@ -31,10 +30,10 @@ from ._checks import (
     checked,
     layer_stack_bytes,
 )
+from .block import GPTBlock
 from .cache import KVCache
 from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS, FFNS, swiglu_hidden_size
-from .layers import EncoderLayer
 from .masks import causal_mask
 from .normalization import NORMS, make_norm
 from .positional import ROPE_LAYOUTS, RotaryEmbedding
@@ -185,35 +184,6 @@ class GPTConfig:
         check_positive_int("num_kv_heads", self.num_kv_heads)
         check_divisible("num_heads", self.num_heads, "num_kv_heads", self.num_kv_heads)
         check_bool("bias", self.bias)
-
-
-class GPTBlock(EncoderLayer):
-    r"""GPT 的块：带因果掩码的 :class:`~tinyformer.EncoderLayer`，外加逐词生成用的键/值缓存。
-
-    参数、子模块的名字（``self_attn``、``ffn``、``norm1``、``norm2``……）和公式都与
-    :class:`~tinyformer.EncoderLayer` 相同；只有 ``forward`` 多一个 ``cache``。
-    """
-
-    def forward(
-        self, x: Tensor, *, attn_mask: Tensor | None = None, cache: KVCache | None = None
-    ) -> Tensor:
-        r"""与 :meth:`EncoderLayer.forward <tinyformer.EncoderLayer.forward>` 相同，
-        自注意力的 K、V 可以经过缓存。
-
-        参数:
-            x: 输入序列；有缓存时只是新词元。
-            attn_mask: 注意力掩码，bool，True 表示遮住（默认 ``None``，只能按名字传）；GPT 传入
-                :func:`~tinyformer.causal_mask` ``(T, start=缓存长度)``。GPT 的输入没有填充，
-                所以这里没有填充掩码。
-            cache: :class:`~tinyformer.KVCache`（默认 ``None``）：新词元的 K、V 接在已缓存的后面。
-
-        形状:
-            - x: (B, T, C)
-            - attn_mask: (T, T')，T' = 缓存后的总长度（没有缓存时 T' = T）
-            - 输出: (B, T, C)
-        """
-        # x 的形状与 dtype 由第一个子层（层归一化或多头注意力）在它的入口检查
-        return self._sublayers(x, {"attn_mask": attn_mask}, cache)  # (B, T, C)
 
 
 class GPT(nn.Module):

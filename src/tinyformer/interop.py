@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from ._checks import check_instance
 from .attention import MultiHeadAttention
+from .block import GPTBlock
 from .layers import DecoderLayer, EncoderLayer
 from .normalization import LayerNorm
 
@@ -172,8 +173,8 @@ def _torch_activation_name(activation) -> str:
     raise ValueError(f"unsupported torch activation {activation!r}; use relu or gelu")
 
 
-def _copy_layer(ours: EncoderLayer | DecoderLayer, theirs: nn.Module) -> None:
-    """编码器层和解码器层共有的部分：设置检查、自注意力、FFN、norm1、norm2。"""
+def _copy_layer(ours: EncoderLayer | DecoderLayer | GPTBlock, theirs: nn.Module) -> None:
+    """编码器层、解码器层和 GPT 的块共有的部分：设置检查、自注意力、FFN、norm1、norm2。"""
     _same("norm_first", ours.norm_first, theirs.norm_first)
     _same("activation", ours.ffn.activation_name, _torch_activation_name(theirs.activation))
     _copy_attention(ours.self_attn, theirs.self_attn, "self_attn")
@@ -194,6 +195,7 @@ _COPIERS = {
     (MultiHeadAttention, nn.MultiheadAttention): _copy_attention,
     (LayerNorm, nn.LayerNorm): _copy_layer_norm,
     (EncoderLayer, nn.TransformerEncoderLayer): _copy_layer,
+    (GPTBlock, nn.TransformerEncoderLayer): _copy_layer,  # 同样的子模块；掩码由调用者给
     (DecoderLayer, nn.TransformerDecoderLayer): _copy_decoder_layer,
 }
 
@@ -209,6 +211,7 @@ def copy_from_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
     ``MultiHeadAttention``      ``torch.nn.MultiheadAttention``
     ``LayerNorm``               ``torch.nn.LayerNorm``
     ``EncoderLayer``            ``torch.nn.TransformerEncoderLayer``
+    ``GPTBlock``                ``torch.nn.TransformerEncoderLayer``
     ``DecoderLayer``            ``torch.nn.TransformerDecoderLayer``
     ==========================  ==========================================
 

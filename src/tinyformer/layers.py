@@ -20,12 +20,11 @@ from contextlib import contextmanager
 
 from torch import Tensor, nn
 
-from ._checks import check_bool, check_choice, check_tensor, checked
+from ._checks import check_bool, check_tensor, checked
 from .attention import MultiHeadAttention
 from .cache import KVCache
-from .feedforward import FFNS, PositionWiseFFN, SwiGLU
-from .normalization import LayerNorm, make_norm
-from .positional import RotaryEmbedding
+from .feedforward import PositionWiseFFN
+from .normalization import LayerNorm
 
 
 class EncoderLayer(nn.Module):
@@ -39,8 +38,7 @@ class EncoderLayer(nn.Module):
             x = x + \mathrm{FFN}(\mathrm{LN_2}(x))
 
     给自注意力一个因果掩码，它就是 GPT 的块（自注意力 + FFN，没有交叉注意力）：
-    :class:`~tinyformer.GPT` 用的 ``tinyformer.gpt.GPTBlock`` 就是它的子类，``forward`` 换成
-    带因果掩码 ``attn_mask`` 和逐词生成用的缓存。
+    :class:`~tinyformer.GPTBlock` 是同一个公式，另带逐词生成用的缓存和“2017 年之后”的选项。
 
     参数:
         d_model: 模型维数 C。
@@ -48,17 +46,7 @@ class EncoderLayer(nn.Module):
         d_ff: 前馈网络隐藏层维数。
         dropout: 丢弃概率（默认 0.0），位置同 ``torch.nn.TransformerEncoderLayer``。
         norm_first: ``False``（默认）为 post-LN，``True`` 为 pre-LN。
-        activation: ``"relu"``（默认）、``"gelu"`` 或 ``"gelu_tanh"``（``ffn="mlp"`` 时用）。
-
-    以下只能按名字传，是 :class:`~tinyformer.GPTConfig` 的“2017 年之后”的选项，默认即论文的层：
-
-        norm: ``"layernorm"``（默认）或 ``"rmsnorm"``（:class:`~tinyformer.RMSNorm`）。
-        ffn: ``"mlp"``（默认，:class:`~tinyformer.PositionWiseFFN`）或 ``"swiglu"``
-            （:class:`~tinyformer.SwiGLU`，不看 ``activation``）。
-        bias: 线性层和 LayerNorm 是否带偏置（默认 ``True``）。
-        num_kv_heads: 自注意力的 K、V 头数（默认 ``None``，即 num_heads），见
-            :class:`~tinyformer.MultiHeadAttention`。
-        rope: :class:`~tinyformer.RotaryEmbedding`，自注意力的 q、k 按位置旋转（默认 ``None``）。
+        activation: ``"relu"``（默认）、``"gelu"`` 或 ``"gelu_tanh"``。
 
     形状:
         - 输入 x: (B, T, C)
@@ -82,27 +70,15 @@ class EncoderLayer(nn.Module):
         dropout: float = 0.0,
         norm_first: bool = False,
         activation: str = "relu",
-        *,
-        norm: str = "layernorm",
-        ffn: str = "mlp",
-        bias: bool = True,
-        num_kv_heads: int | None = None,
-        rope: RotaryEmbedding | None = None,
     ):
         super().__init__()
         check_bool("norm_first", norm_first)
-        check_choice("ffn", ffn, FFNS)
         self.d_model = d_model
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(
-            d_model, num_heads, dropout, bias=bias, num_kv_heads=num_kv_heads, rope=rope
-        )
-        if ffn == "swiglu":
-            self.ffn = SwiGLU(d_model, d_ff, dropout, bias=bias)
-        else:
-            self.ffn = PositionWiseFFN(d_model, d_ff, dropout, activation, bias=bias)
-        self.norm1 = make_norm(norm, d_model, bias)
-        self.norm2 = make_norm(norm, d_model, bias)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.ffn = PositionWiseFFN(d_model, d_ff, dropout, activation)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.need_weights = False
@@ -120,7 +96,7 @@ class EncoderLayer(nn.Module):
         ``src_key_padding_mask``，与 ``torch.nn.TransformerEncoderLayer`` 同名、同形状、同义
         （True = 填充，遮住），只能按名字传。没有 torch 的 ``src_mask``：(B, S) 的填充掩码
         在 B == S 时与 (S, S) 的注意力掩码形状相同，传错了参数会被悄悄读成"遮住哪些查询"。
-        要因果掩码的是 GPT 的块 :class:`~tinyformer.gpt.GPTBlock`。
+        要因果掩码的是 GPT 的块 :class:`~tinyformer.GPTBlock`。
 
         参数:
             x: 输入序列（编码器里是源句的表示）。
@@ -133,26 +109,24 @@ class EncoderLayer(nn.Module):
             - 输出: (B, T, C)
         """
         # x 的形状与 dtype 由第一个子层（层归一化或多头注意力）在它的入口检查
-        return self._sublayers(x, {"key_padding_mask": src_key_padding_mask})  # (B, T, C)
-
-    def _sublayers(self, x: Tensor, masks: dict, cache: KVCache | None = None) -> Tensor:
-        """两个子层连同残差与层归一化；GPT 的块也走这里，只是掩码换成因果掩码、多一个 ``cache``。"""
         if self.norm_first:
-            x = x + self._self_attention_block(self.norm1(x), masks, cache)
-            x = x + self.dropout2(self.ffn(self.norm2(x)))
+            x = x + self._sa_block(self.norm1(x), src_key_padding_mask)
+            x = x + self._ff_block(self.norm2(x))
         else:
-            x = self.norm1(x + self._self_attention_block(x, masks, cache))
-            x = self.norm2(x + self.dropout2(self.ffn(x)))
+            x = self.norm1(x + self._sa_block(x, src_key_padding_mask))
+            x = self.norm2(x + self._ff_block(x))
         return x  # (B, T, C)
 
-    def _self_attention_block(self, x: Tensor, masks: dict, cache: KVCache | None = None):
-        """自注意力子层（残差之前的部分）；解码器层和 GPT 的块逐词生成时传入 ``cache``（“完整模型”一章）。
-
-        ``masks`` 是传给 :class:`~tinyformer.MultiHeadAttention` 的 ``attn_mask``、``key_padding_mask``。
-        """
-        y, weights = self.self_attn(x, x, x, **masks, need_weights=self.need_weights, cache=cache)
+    # 子层（残差之前的部分），名字与 torch.nn.TransformerEncoderLayer 的相同
+    def _sa_block(self, x: Tensor, key_padding_mask: Tensor | None) -> Tensor:
+        y, weights = self.self_attn(
+            x, x, x, key_padding_mask=key_padding_mask, need_weights=self.need_weights
+        )
         self.self_attn_weights = None if weights is None else weights.detach()
         return self.dropout1(y)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        return self.dropout2(self.ffn(x))
 
 
 class DecoderLayer(nn.Module):
@@ -250,28 +224,39 @@ class DecoderLayer(nn.Module):
         """
         if not checked():  # x 由第一个子层检查；memory 在这里查，消息才说得出是 memory
             check_tensor("memory", memory, "(B, S, C)", d_model=self.d_model)
-        self_masks = {"attn_mask": tgt_mask, "key_padding_mask": tgt_key_padding_mask}
-        cross_masks = {"key_padding_mask": memory_key_padding_mask}
+        self_attn = (tgt_mask, tgt_key_padding_mask, cache)  # 自注意力的两个掩码与缓存
+        cross_attn = (memory, memory_key_padding_mask, cache)  # 交叉注意力看 memory
         if self.norm_first:
-            x = x + self._self_attention_block(self.norm1(x), self_masks, cache)
-            x = x + self._cross_attention_block(self.norm2(x), memory, cross_masks, cache)
-            x = x + self.dropout3(self.ffn(self.norm3(x)))
+            x = x + self._sa_block(self.norm1(x), *self_attn)
+            x = x + self._mha_block(self.norm2(x), *cross_attn)
+            x = x + self._ff_block(self.norm3(x))
         else:
-            x = self.norm1(x + self._self_attention_block(x, self_masks, cache))
-            x = self.norm2(x + self._cross_attention_block(x, memory, cross_masks, cache))
-            x = self.norm3(x + self.dropout3(self.ffn(x)))
+            x = self.norm1(x + self._sa_block(x, *self_attn))
+            x = self.norm2(x + self._mha_block(x, *cross_attn))
+            x = self.norm3(x + self._ff_block(x))
         return x  # (B, T, C)
 
-    # 自注意力子层与编码器层的一模一样（同名的 self_attn、dropout1、need_weights），直接复用
-    _self_attention_block = EncoderLayer._self_attention_block
+    # 子层（残差之前的部分），名字与 torch.nn.TransformerDecoderLayer 的相同
+    def _sa_block(self, x, attn_mask, key_padding_mask, cache: KVCache | None = None) -> Tensor:
+        """掩码自注意力；有缓存时新词元的 K、V 接在已缓存的后面。"""
+        y, weights = self.self_attn(
+            x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+            need_weights=self.need_weights, cache=cache,
+        )  # fmt: skip
+        self.self_attn_weights = None if weights is None else weights.detach()
+        return self.dropout1(y)
 
-    def _cross_attention_block(self, x: Tensor, memory: Tensor, masks: dict, cache: KVCache | None):
-        """交叉注意力子层（残差之前的部分）：查询来自 x，键和值来自 memory。"""
+    def _mha_block(self, x, memory, key_padding_mask, cache: KVCache | None = None) -> Tensor:
+        """交叉注意力：查询来自 x，键和值来自 memory（有缓存时只在第一次投影）。"""
         y, weights = self.cross_attn(
-            x, memory, memory, **masks, need_weights=self.need_weights, cache=cache, static_kv=True
-        )
+            x, memory, memory, key_padding_mask=key_padding_mask,
+            need_weights=self.need_weights, cache=cache, static_kv=True,
+        )  # fmt: skip
         self.cross_attn_weights = None if weights is None else weights.detach()
         return self.dropout2(y)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        return self.dropout3(self.ffn(x))
 
 
 @contextmanager

@@ -442,13 +442,13 @@ CLI = [
     ("convert", "os-system", ["{payload}", "{tmp}/n.safetensors"], 3,
      CKPT + r" 不安全：它的 pickle 要调用 posix.system，torch.load\(weights_only=True\) 拒绝了它，里面的代码没有运行"),
     ("convert", "no-arguments", [], 2, r"error: the following arguments are required: OLD, NEW"),
-    ("poetry", "acrostic-2", [*GENERATE, "--acrostic", "春花"], 2, r"--acrostic 须是 4 或 8 个字.*得到 2 个：'春花'" + USAGE),
+    ("poetry", "acrostic-2", [*GENERATE, "--acrostic", "春花"], 2, r"--acrostic 应为 4 或 8 个字.*得到 2 个：'春花'" + USAGE),
     ("poetry", "prefix-unknown", [*GENERATE, "--prefix", "春风吹龙"], 2, r"模型不认识这些字（训练集里不到 2 次）：龙" + USAGE),
     ("poetry", "prefix-and-acrostic", [*GENERATE, "--prefix", "春", "--acrostic", "春花秋月"], 2,
      r"--prefix 与 --acrostic 只能给一个" + USAGE),
-    ("poetry", "top-p-1.5", [*GENERATE, "--top-p", "1.5"], 2, r"参数 --top-p: 须是 \(0, 1\] 之内的数，得到 '1.5'" + USAGE),
-    ("poetry", "no-command", [], 2, r"缺少参数：command" + USAGE),
-    ("poetry", "device-tpu", ["train", "--steps", "1", "--out", "x", "--device", "tpu"], 2, r"参数 --device: 取值不对：'tpu'.*"),
+    ("poetry", "top-p-1.5", [*GENERATE, "--top-p", "1.5"], 2, r"--top-p 应为 \(0, 1\] 之内的数，得到 '1.5'" + USAGE),
+    ("poetry", "no-command", [], 2, r"error: the following arguments are required: command"),
+    ("poetry", "device-tpu", ["train", "--steps", "1", "--out", "x", "--device", "tpu"], 2, r"error: argument --device: invalid choice: 'tpu'"),
     ("poetry", "model-pickle", ["generate", "--model", "{payload}"], 3, CKPT + r" 是 torch.save 写的 pickle 文件：.*不安全.*"),
 ]  # fmt: skip
 

@@ -40,6 +40,10 @@ def test_argparse_is_not_patched():
 
     assert argparse.ArgumentParser(prog="demo").format_usage().startswith("usage: ")
     assert not hasattr(cli, "ARGPARSE_ZH") and not hasattr(cli, "Parser")
+    # 写诗的命令行是同一种写法：数值参数由 _cli.number 读（“--x 应为…”），argparse 也不打补丁
+    from tinyformer.poetry import cli as poetry_cli
+
+    assert not hasattr(poetry_cli, "ARGPARSE_ZH") and not hasattr(poetry_cli, "Parser")
 
 
 def test_every_reason_has_a_chinese_message():

@@ -92,9 +92,8 @@ def test_gpt_names_its_parts_like_the_transformer():
 
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_block_without_mask_is_the_encoder_layer(norm_first):
-    """GPT 的块与编码器层走同一段代码：同样的权重、不给掩码时输出逐位相同。"""
-    from tinyformer import EncoderLayer
-    from tinyformer.gpt import GPTBlock
+    """GPT 的块与编码器层是同一个公式：同样的权重、不给掩码时输出逐位相同。"""
+    from tinyformer import EncoderLayer, GPTBlock
 
     torch.manual_seed(0)
     block = GPTBlock(C, H, 4 * C, norm_first=norm_first, activation="gelu_tanh").eval()

@@ -229,10 +229,10 @@ def test_write_names_the_character_and_rule_a_prefix_breaks(poet, kwargs, messag
         (["--form", "五绝", "--prefix", "白日依山尽，黄海"],
          "错误：--prefix 不合五绝的格律：第 2 句第 2 个字“海”是仄声，这里要平声（用 --help 查看用法）"),
         (["--form", "七律", "--acrostic", "春夏秋冬"],
-         "错误：七律有 8 句，--acrostic 须是 8 个字，得到 4 个：'春夏秋冬'（用 --help 查看用法）"),
+         "错误：七律有 8 句，--acrostic 应为 8 个字，得到 4 个：'春夏秋冬'（用 --help 查看用法）"),
         (["--rhyme", "尤"], "错误：--rhyme 要和 --form 一起用（先定体裁，才有韵脚）（用 --help 查看用法）"),
         (["--form", "五绝", "--rhyme", "乎"],
-         "错误：--rhyme 须是一个平声韵部的名字，如 尤 或 下平声十一尤，得到 '乎'（用 --help 查看用法）"),
+         "错误：--rhyme 应为一个平声韵部的名字，如 尤 或 下平声十一尤，得到 '乎'（用 --help 查看用法）"),
     ],
     ids=["prefix-tone", "acrostic-length", "rhyme-without-form", "rhyme-name"],
 )  # fmt: skip

@@ -450,13 +450,13 @@ BAD_TRAIN = [
     ("batch-larger-than-the-corpus", [*TRAIN, "{t}/m.safetensors", "--batch-size", "40000"],
      r"--batch-size 40000 大于训练集的诗数 \d+"),
     ("d-model-6", [*TRAIN, "{t}/m.safetensors", "--d-model", "6"],
-     r"--d-model 须是头数 4 的倍数（每个头 d_model/4 维），得到 6"),
+     r"--d-model 应为头数 4 的倍数（每个头 d_model/4 维），得到 6"),
     ("lr-huge", [*TRAIN, "{t}/m.safetensors", "--lr", "1e30"],
-     r"参数 --lr: 须是 \(0, 1\] 之内的数，得到 '1e30'"),
+     r"--lr 应为 \(0, 1\] 之内的数，得到 '1e30'"),
     ("model-too-large", [*TRAIN, "{t}/m.safetensors", "--d-model", "65536"],
      r"模型太大：GPT with .* would need about .* of memory, more than this machine has .*；减小 --d-model 或 --layers"),
     ("threads-huge", [*TRAIN, "{t}/m.safetensors", "--threads", "1000000000"],
-     r"参数 --threads: 须是不大于 1024 的正整数，得到 '1000000000'"),
+     r"--threads 应为不大于 1024 的正整数，得到 '1000000000'"),
 ]  # fmt: skip
 
 

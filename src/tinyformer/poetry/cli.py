@@ -51,76 +51,62 @@ SAMPLES = 100  # evaluate 默认写多少首
 HEADS = 4  # train 的模型的头数（make_model 的默认）
 
 
-# argparse 自己的几句英文换成中文（其余的原样保留）
-ARGPARSE_ZH = {
-    "the following arguments are required: ": "缺少参数：",
-    "unrecognized arguments: ": "不认识的参数：",
-    "invalid choice: ": "取值不对：",
-    "argument ": "参数 ",
-    "expected one argument": "后面要跟一个值",
-    "choose from ": "可选 ",
+# 数值参数：argparse 只收字符串，读成数、查范围由 _cli.number 做，出错时一行“--x 应为{规则}，得到 …”
+# （与中译英的命令行同一套消息）。没给的参数是下面的默认值，已经是数。
+_POSITIVE = (int, "正整数", lambda v: v > 0)
+_AT_MOST_1024 = (int, "不大于 1024 的正整数", lambda v: 0 < v <= 1024)  # 挡住 10**9 这样的笔误
+_UNIT = (float, " (0, 1] 之内的数", lambda v: 0 < v <= 1)
+NUMBERS = {
+    "steps": _POSITIVE,
+    "batch_size": _POSITIVE,
+    "d_model": _POSITIVE,
+    "n": _POSITIVE,
+    "top_k": _POSITIVE,
+    "layers": _AT_MOST_1024,
+    "threads": _AT_MOST_1024,
+    # AdamW 的学习率大于 1 没有意义（每步把每个参数挪动约 lr）；再大的数只会让训练第一步就发散
+    "lr": (float, " (0, 1] 之内的数", lambda v: math.isfinite(v) and 0 < v <= 1),
+    "top_p": _UNIT,
+    "temperature": (
+        float,
+        f" [{TEMPERATURES[0]}, {TEMPERATURES[1]:g}] 之内的数",
+        lambda v: TEMPERATURES[0] <= v <= TEMPERATURES[1],
+    ),
+    "seed": (int, " [0, 2**32) 之内的整数", lambda v: 0 <= v < 2**32),
 }
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse 的错误也只写一行
-        for english, chinese in ARGPARSE_ZH.items():
-            message = message.replace(english, chinese)
-        usage_error(message)
+def _read_numbers(args: argparse.Namespace) -> None:
+    for name, (convert, rule, ok) in NUMBERS.items():
+        text = getattr(args, name, None)
+        if isinstance(text, str):
+            option = "--" + name.replace("_", "-")
+            setattr(args, name, _cli.number(option, text, convert, rule, ok))
 
 
-def _number(convert, valid, rule: str):
-    """argparse 的 type：按 ``convert`` 读数、按 ``valid`` 检查，出错时给一句中文（“须是{rule}”）。"""
-
-    def parse(text: str):
-        try:
-            value = convert(text)
-        except ValueError:
-            value = None
-        if value is None or not valid(value):
-            raise argparse.ArgumentTypeError(f"须是{rule}，得到 {text!r}")
-        return value
-
-    return parse
-
-
-_temperature = _number(
-    float,
-    lambda v: TEMPERATURES[0] <= v <= TEMPERATURES[1],
-    f" [{TEMPERATURES[0]}, {TEMPERATURES[1]:g}] 之内的数",
-)
-_positive_int = _number(int, lambda v: v > 0, "正整数")
-# AdamW 的学习率大于 1 没有意义（每步把每个参数挪动约 lr）；再大的数只会让训练第一步就发散
-_lr = _number(float, lambda v: math.isfinite(v) and 0 < v <= 1, " (0, 1] 之内的数")
-_threads = _number(int, lambda v: 0 < v <= 1024, "不大于 1024 的正整数")  # 挡住 10**9 这样的笔误
-_layers = _number(int, lambda v: 0 < v <= 1024, "不大于 1024 的正整数")
-_top_p = _number(float, lambda v: 0 < v <= 1, " (0, 1] 之内的数")
-_seed = _number(int, lambda v: 0 <= v < 2**32, " [0, 2**32) 之内的整数")
-
-
-def build_parser() -> Parser:
-    parser = Parser(
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
         prog="python -m tinyformer.poetry", description="在全唐诗上训练 GPT、写诗、评估。"
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    commands = parser.add_subparsers(dest="command", required=True)
     t = commands.add_parser("train", help="训练并保存权重，最后打印一行 JSON 指标")
-    t.add_argument("--steps", type=_positive_int, required=True, help="训练步数")
-    t.add_argument("--seed", type=_seed, default=0, help="初始化与数据顺序的种子（默认 0）")
+    t.add_argument("--steps", required=True, help="训练步数")
+    t.add_argument("--seed", default=0, help="初始化与数据顺序的种子（默认 0）")
     t.add_argument("--out", required=True, help="权重文件（safetensors）")
     t.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    t.add_argument("--batch-size", type=_positive_int, default=64, help="全局批的诗数（默认 64）")
-    t.add_argument("--lr", type=_lr, default=3e-3, help="峰值学习率（默认 3e-3）")
-    t.add_argument("--d-model", type=_positive_int, default=128, help=f"须是头数 {HEADS} 的倍数")
-    t.add_argument("--layers", type=_layers, default=4)
-    t.add_argument("--threads", type=_threads, default=None, help="torch 的线程数")
+    t.add_argument("--batch-size", default=64, help="全局批的诗数（默认 64）")
+    t.add_argument("--lr", default=3e-3, help="峰值学习率（默认 3e-3）")
+    t.add_argument("--d-model", default=128, help=f"应为头数 {HEADS} 的倍数")
+    t.add_argument("--layers", default=4)
+    t.add_argument("--threads", default=None, help="torch 的线程数")
     for name, help_text in (("generate", "写诗，一行一首"), ("evaluate", "评估，打印一行 JSON")):
         g = commands.add_parser(name, help=help_text)
         g.add_argument("--model", default=None, help="权重文件（默认随包发布的）")
-        g.add_argument("--temperature", type=_temperature, default=TEMPERATURE)
-        g.add_argument("--top-k", type=_positive_int, default=TOP_K)
-        g.add_argument("--top-p", type=_top_p, default=TOP_P)
-        g.add_argument("--seed", type=_seed, default=0)
-        g.add_argument("--n", type=_positive_int, default=5 if name == "generate" else SAMPLES)
+        g.add_argument("--temperature", default=TEMPERATURE)
+        g.add_argument("--top-k", default=TOP_K)
+        g.add_argument("--top-p", default=TOP_P)
+        g.add_argument("--seed", default=0)
+        g.add_argument("--n", default=5 if name == "generate" else SAMPLES)
         g.add_argument(
             "--form", choices=tuple(FORMS), default=None, help="按这一体的格律写（平水韵）"
         )
@@ -144,12 +130,12 @@ def _check_text(vocab: Vocab, args, max_len: int) -> None:
             usage_error("--prefix 与 --acrostic 只能给一个")
         if form is not None and len(acrostic) != FORMS[form][0]:
             usage_error(
-                f"{form}有 {FORMS[form][0]} 句，--acrostic 须是 {FORMS[form][0]} 个字，"
+                f"{form}有 {FORMS[form][0]} 句，--acrostic 应为 {FORMS[form][0]} 个字，"
                 f"得到 {len(acrostic)} 个：{acrostic!r}"
             )
         if len(acrostic) not in (4, 8):
             usage_error(
-                f"--acrostic 须是 4 或 8 个字（绝句或律诗的每句一个），得到 {len(acrostic)} 个：{acrostic!r}"
+                f"--acrostic 应为 4 或 8 个字（绝句或律诗的每句一个），得到 {len(acrostic)} 个：{acrostic!r}"
             )
         if any(ch in CLAUSE_ENDS for ch in acrostic):
             usage_error(f"--acrostic 只能是汉字，不能有标点：{acrostic!r}")
@@ -168,7 +154,7 @@ def _check_text(vocab: Vocab, args, max_len: int) -> None:
             rules = MeterMask(vocab, form, args.rhyme)
         except ValueError:
             usage_error(
-                f"--rhyme 须是一个平声韵部的名字，如 尤 或 下平声十一尤，得到 {args.rhyme!r}"
+                f"--rhyme 应为一个平声韵部的名字，如 尤 或 下平声十一尤，得到 {args.rhyme!r}"
             )
         try:
             for ch in prefix:
@@ -189,7 +175,8 @@ def _samples(model, vocab, args, **kwargs) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # argparse 自己发现的用法错误照它的样子打印（退出码 2）
+    _read_numbers(args)
     if args.command == "train":
         return _train(args)
     model, vocab, _ = load_checkpoint(weights_path() if args.model is None else args.model)
@@ -233,7 +220,7 @@ def _train(args) -> int:
     out = writable_file("--out", args.out)  # 先于一切：训练完才发现写不进去，结果就丢了
     if args.d_model % HEADS:
         usage_error(
-            f"--d-model 须是头数 {HEADS} 的倍数（每个头 d_model/{HEADS} 维），得到 {args.d_model}"
+            f"--d-model 应为头数 {HEADS} 的倍数（每个头 d_model/{HEADS} 维），得到 {args.d_model}"
         )
     if args.device == "cuda" and not torch.cuda.is_available():
         usage_error("--device cuda：这台机器上没有可用的 CUDA")
@@ -253,7 +240,7 @@ def _train(args) -> int:
         torch.set_num_threads(args.threads)
     rank, world = setup_distributed(args.device)
     if args.batch_size % world:
-        usage_error(f"--batch-size {args.batch_size} 须是进程数 {world} 的倍数")
+        usage_error(f"--batch-size {args.batch_size} 应为进程数 {world} 的倍数")
     device = torch.device("cuda", torch.cuda.current_device()) if args.device == "cuda" else "cpu"
     model = make_model(vocab, seed=args.seed, **options).to(device)
     started = time.perf_counter()
