@@ -28,6 +28,7 @@ from ._checks import (
     check_tensor,
     checked,
     layer_stack_bytes,
+    shorten,
 )
 from .cache import KVCache
 from .embedding import TokenEmbedding
@@ -199,6 +200,8 @@ class Transformer(nn.Module):
             self._check_ids("src", src, self.config.src_vocab_size)
             B, S = src.shape
             check_key_padding_mask("src_key_padding_mask", src_key_padding_mask, B, S)
+            if src_key_padding_mask is None:
+                self._check_no_empty_sentence(src)
         if src_key_padding_mask is None:
             src_key_padding_mask = src == self.config.pad_id  # (B, S)，True = 填充
         with arguments_checked():
@@ -258,6 +261,8 @@ class Transformer(nn.Module):
                 )
             check_key_padding_mask("src_key_padding_mask", src_key_padding_mask, *src.shape)
             check_key_padding_mask("tgt_key_padding_mask", tgt_key_padding_mask, *tgt.shape)
+            if src_key_padding_mask is None:
+                self._check_no_empty_sentence(src)
         pad_id = self.config.pad_id
         if src_key_padding_mask is None:
             src_key_padding_mask = src == pad_id  # (B, S)，True = 填充
@@ -280,6 +285,16 @@ class Transformer(nn.Module):
         L = ids.shape[1]
         check_fits(f"T + start = {L} + {start}", L + start, self.config.max_len)
         check_indices("ids", ids, vocab_size, "vocab_size")  # 读回主机一次：有没有越界的编号
+
+    def _check_no_empty_sentence(self, src: Tensor) -> None:
+        """整句都是填充的源句：编码器没有可看的词（它的输出会是全零的行，不是翻译）。"""
+        empty = (src == self.config.pad_id).all(dim=-1)  # (B,)
+        if src.shape[1] > 0 and empty.any():  # 读回主机一次
+            rows = empty.nonzero().flatten().tolist()
+            raise ValueError(
+                f"src sentence(s) {shorten(rows)} are all padding (pad_id={self.config.pad_id}): "
+                "the encoder has no word to attend to; drop empty sentences from the batch"
+            )
 
     def _check_memory_and_masks(self, tgt, start, memory, memory_mask, tgt_padding, tgt_mask):
         """decode 的 memory 与三个掩码（读者传进来的；forward 自己建的不必查）。"""

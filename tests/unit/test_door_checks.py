@@ -19,7 +19,9 @@ TGT = torch.tensor([[2, 5, 6], [2, 7, 0]])
 
 def test_a_training_forward_reads_back_to_the_host_at_most_three_times():
     model = tiny_transformer(num_encoder_layers=2, num_decoder_layers=2).train()
-    assert host_syncs(lambda: model(SRC, TGT)) <= 3  # src、tgt 的编号范围各一次（旧代码 14 次）
+    assert (
+        host_syncs(lambda: model(SRC, TGT)) <= 3
+    )  # src、tgt 的编号范围，有没有空句（旧代码 14 次）
     assert calls_into(_checks, lambda: model(SRC, TGT)) <= 25  # 旧代码：109 次
 
 
@@ -67,6 +69,8 @@ def test_the_door_still_sees_what_the_inner_checks_used_to():
         ValueError, match=r"tgt_key_padding_mask must have shape \(B, S\) = \(2, 3\)"
     ):
         model.decode(TGT, memory, tgt_key_padding_mask=torch.zeros(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"^src sentence\(s\) \[1\] are all padding \(pad_id=0\)"):
+        model(torch.tensor([[5, 6], [0, 0]]), TGT)  # 旧代码在每层的注意力里各查一遍
     # 入口之后，模块照样检查（没有留在"已查过"的状态里）
     with pytest.raises(ValueError, match=r"ids must be in"):
         TokenEmbedding(5, 3)(torch.tensor([[1, 5]]))
