@@ -8,7 +8,8 @@
 装好本包后 ``tinyformer-poetry`` 是同一个程序。``train`` 与 ``evaluate`` 最后在 stdout 打印 **一行 JSON**；
 ``generate`` 一行一首诗。多进程训练：``torchrun --standalone --nproc_per_node=2 -m tinyformer.poetry train ...``。
 
-出错时只在 stderr 打印一行 ``错误：…``，从不打印 traceback（与中译英的命令行同一套，:mod:`tinyformer._cli`）：
+出错时只在 stderr 打印一行 ``错误：…``，从不打印 traceback（与中译英的命令行同一套，:mod:`tinyformer._cli`；
+argparse 自己发现的用法错误——不认识的参数、缺少命令——照 argparse 的样子打印用法和 ``error: …``）：
 用法错误（参数不对、前句或藏头的字不对、``--out`` 写不进去、模型太大、训练发散）退出码 2，
 权重文件用不了（不存在、损坏、pickle 文件……，见 :class:`~tinyformer.weights.WeightsError`）退出码 3，
 读写出错 5，Ctrl-C 130，SIGTERM 143。参数和输出路径都在训练开始之前检查完：训练几分钟后才发现
