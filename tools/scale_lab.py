@@ -1,7 +1,7 @@
 """运行规模实验，把结果随包发布（见 ``tinyformer.poetry.scale``）。
 
     .venv/bin/python -m tools.scale_lab                     # 全部实验（单线程合计约 20 分钟，机器空闲时）
-    .venv/bin/python -m tools.scale_lab --group ablation    # 只跑一组：size、data 或 ablation
+    .venv/bin/python -m tools.scale_lab --group ablation    # 只跑一组：size、data、ablation 或 recipe
     .venv/bin/python -m tools.scale_lab --device cuda       # 有 GPU 时
 
 两个进程同时跑（多核时省时间）：各自 ``--results`` 写一个文件，再 ``--merge`` 进随包的结果::
@@ -92,7 +92,7 @@ def corpus_digests() -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.scale_lab", description=__doc__)
-    parser.add_argument("--group", choices=("size", "data", "ablation"), action="append")
+    parser.add_argument("--group", choices=("size", "data", "ablation", "recipe"), action="append")
     parser.add_argument("--only", action="append", help="只跑这个名字的实验（可重复）")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--seed", type=int, action="append", help="只跑这个种子的实验（可重复）")

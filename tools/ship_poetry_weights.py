@@ -20,8 +20,9 @@ from tools.records import last_json, machine, write_json
 ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = Path("src") / "tinyformer" / "poetry" / "weights"
 COMMAND = [
-    "python", "-m", "tinyformer.poetry", "train", "--steps", "1200", "--seed", "0",
-    "--batch-size", "64", "--lr", "3e-3", "--d-model", "128", "--layers", "4", "--threads", "1",
+    "python", "-m", "tinyformer.poetry", "train", "--steps", "1800", "--seed", "0",
+    "--batch-size", "64", "--lr", "3e-3", "--muon-lr", "0.02", "--d-model", "128", "--layers", "4",
+    "--threads", "1",
     "--out", (WEIGHTS / "poetry.safetensors").as_posix(),
 ]  # fmt: skip
 EVALUATE = ["python", "-m", "tinyformer.poetry", "evaluate", "--model", COMMAND[-1]]

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tests.kit import tiny_transformer
-from tinyformer.optim import AdamW
+from tinyformer.optim import AdamW, Muon, newton_schulz
 
 
 def train_steps(make_optimizer, steps=12):
@@ -110,3 +110,63 @@ def test_zero_grad_means_what_it_means_in_torch(set_to_none):
     assert (ours.grad is None) == (theirs.grad is None) == set_to_none
     if not set_to_none:
         assert torch.equal(ours.grad, theirs.grad) and not ours.grad.any()
+
+
+def muon_steps(make_optimizer, shape, steps=6):
+    """同一个矩阵、同一串随机梯度走几步，返回走完的矩阵。"""
+    torch.manual_seed(0)
+    W = torch.nn.Parameter(torch.randn(shape))
+    optimizer = make_optimizer([W])
+    g = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        W.grad = torch.randn(shape, generator=g)
+        optimizer.step()
+    return W.detach()
+
+
+@pytest.mark.parametrize("shape", [(8, 3), (3, 8), (16, 16)])
+@pytest.mark.parametrize("nesterov", [True, False])
+def test_muon_equals_torch_muon_up_to_bfloat16(shape, nesterov):
+    kwargs = {"lr": 0.02, "weight_decay": 0.1, "momentum": 0.9, "nesterov": nesterov}
+    ours = muon_steps(lambda p: Muon(p, **kwargs), shape)
+    theirs = muon_steps(lambda p: torch.optim.Muon(p, **kwargs), shape)
+    # torch 的迭代用 bfloat16（8 位尾数，相对误差约 0.4 %）：每步的差不到 lr 的 5 %
+    assert (ours - theirs).abs().max() < 0.05 * kwargs["lr"] * 6
+    other = muon_steps(lambda p: Muon(p, **{**kwargs, "nesterov": not nesterov}), shape)
+    assert (ours - other).abs().max() > 0.05 * kwargs["lr"] * 6  # 比较真能分出不同
+
+
+def test_newton_schulz_sends_singular_values_near_one():
+    G = torch.randn(32, 64, generator=torch.Generator().manual_seed(0))
+    G = G @ torch.diag(torch.logspace(-3, 2, 64))  # 奇异值跨五个数量级
+    U, s, Vh = torch.linalg.svd(G, full_matrices=False)
+    X = newton_schulz(G)
+    after = torch.diagonal(U.T @ X @ Vh.T)  # 同一组奇异向量上的新奇异值
+    assert torch.allclose(U.T @ X @ Vh.T, torch.diag(after), atol=1e-4)  # 奇异向量不变
+    ratio = s / s.norm()  # 除以 ‖G‖_F 之后的奇异值
+    big = ratio >= 2e-3  # 五步能推到 1 附近的：不小于 ‖G‖_F 的 0.2 %（这里 32 个里有 26 个）
+    assert big.sum() == 26 and after[big].min() > 0.6 and after[big].max() < 1.25, after
+    assert (
+        after[ratio < 1e-3].max() < 0.6
+    )  # 更小的还在路上：五步在 0 附近的斜率 a⁵ ≈ 485 只够放大这么多
+
+
+@pytest.mark.parametrize(
+    "params, kwargs, message",
+    [
+        (
+            [torch.nn.Parameter(torch.zeros(3))],
+            {},
+            r"2-D weight matrices, got a parameter of shape \(3,\)",
+        ),
+        (
+            [torch.nn.Parameter(torch.zeros(2, 2))],
+            {"momentum": 1.0},
+            r"momentum must be a number in \[0, 1\)",
+        ),
+        ([torch.nn.Parameter(torch.zeros(2, 2))], {"lr": -0.1}, "lr"),
+    ],
+)
+def test_muon_refuses_what_it_cannot_update(params, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Muon(params, **kwargs)

@@ -67,6 +67,7 @@ NUMBERS = {
     "threads": _AT_MOST_1024,
     # AdamW 的学习率大于 1 没有意义（每步把每个参数挪动约 lr）；再大的数只会让训练第一步就发散
     "lr": (float, " (0, 1] 之内的数", lambda v: math.isfinite(v) and 0 < v <= 1),
+    "muon_lr": (float, " (0, 1] 之内的数", lambda v: math.isfinite(v) and 0 < v <= 1),
     "top_p": _UNIT,
     "temperature": (
         float,
@@ -97,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     t.add_argument("--batch-size", default=64, help="全局批的诗数（默认 64）")
     t.add_argument("--lr", default=3e-3, help="峰值学习率（默认 3e-3）")
+    t.add_argument(
+        "--muon-lr",
+        default=None,
+        help="给出时块里的权重矩阵用 Muon，这是它的峰值学习率（默认只用 AdamW）",
+    )
     t.add_argument("--d-model", default=128, help=f"应为头数 {HEADS} 的倍数")
     t.add_argument("--layers", default=4)
     t.add_argument("--threads", default=None, help="torch 的线程数")
@@ -249,7 +255,7 @@ def _train(args) -> int:
     try:
         result = train(
             model, vocab, train_poems, valid_poems, steps=args.steps, seed=args.seed,
-            batch_size=args.batch_size, lr=args.lr, progress=say,
+            batch_size=args.batch_size, lr=args.lr, muon_lr=args.muon_lr, progress=say,
         )  # fmt: skip
     except FloatingPointError as error:  # 损失成了 nan 或 inf：不存一个坏掉的模型
         _cli.print_error(f"训练发散，没有保存权重：{error}；试试更小的 --lr（现在是 {args.lr}）")

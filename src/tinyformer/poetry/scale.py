@@ -30,6 +30,7 @@ from .training import make_model, train
 __all__ = [
     "ABLATIONS",
     "EVAL_POEMS",
+    "RECIPES",
     "EXPERIMENTS",
     "Experiment",
     "experiment",
@@ -55,7 +56,7 @@ class Experiment:
     ``options`` 原样交给 :class:`~tinyformer.GPTConfig`；每 ``eval_every`` 步在验证集上评估一次。"""
 
     name: str
-    group: str  # "size"、"data" 或 "ablation"
+    group: str  # "size"、"data"、"ablation" 或 "recipe"
     d_model: int = 64
     num_layers: int = 2
     num_heads: int = 4
@@ -66,6 +67,8 @@ class Experiment:
     seed: int = 0
     eval_every: int = 50
     options: dict = field(default_factory=dict)
+    warmup: int = WARMUP
+    muon_lr: float | None = None  # 给出时块里的矩阵用 Muon（见 tinyformer.optim）
 
 
 def _experiments() -> list[Experiment]:
@@ -83,9 +86,26 @@ def _experiments() -> list[Experiment]:
     for row, options in ABLATIONS.items():
         for seed in SEEDS:
             runs.append(Experiment(f"{row}-s{seed}", "ablation", seed=seed, options=options))
+    # 配方：随包发布的尺寸（d_model 128，4 层），600 步 × 64 首（约 1.2 轮），只换优化器与学习率
+    for row, (settings, seeds) in RECIPES.items():
+        for seed in seeds:
+            runs.append(
+                Experiment(f"recipe-{row}-s{seed}", "recipe", 128, 4, 4, steps=600, batch_size=64,
+                           seed=seed, warmup=60, eval_every=600, **settings)
+            )  # fmt: skip
     return runs
 
 
+# 配方表的行：(设置, 种子)。每种优化器扫三个峰值学习率（种子 0），最好的那个再跑种子 1、2；
+# Muon 只管块里的矩阵，词嵌入、偏置、归一化仍用 AdamW 3e-3
+RECIPES: dict[str, tuple[dict, tuple[int, ...]]] = {
+    "adamw-1.5e-3": ({"lr": 1.5e-3}, (0,)),
+    "adamw-3e-3": ({"lr": 3e-3}, (0, 1, 2)),
+    "adamw-6e-3": ({"lr": 6e-3}, (0,)),
+    "muon-0.01": ({"muon_lr": 0.01}, (0,)),
+    "muon-0.02": ({"muon_lr": 0.02}, (0, 1, 2)),
+    "muon-0.05": ({"muon_lr": 0.05}, (0,)),
+}
 SEEDS = (0, 1)
 # 消融表的行：交给 GPTConfig 的选项。SwiGLU 的隐藏层默认是 round(2/3·4·d_model)，参数量与 4·d_model 的
 # 两层前馈网络相当；GQA 让 4 个查询头共用 2 组 K、V
@@ -145,8 +165,8 @@ def run(
     started = time.perf_counter()
     result = train(
         model, vocab, poems, valid, steps=exp.steps, seed=exp.seed, batch_size=exp.batch_size,
-        lr=exp.lr, warmup=WARMUP, log_every=exp.eval_every, eval_every=exp.eval_every,
-        progress=progress,
+        lr=exp.lr, warmup=exp.warmup, log_every=exp.eval_every, eval_every=exp.eval_every,
+        progress=progress, muon_lr=exp.muon_lr,
     )  # fmt: skip
     curve = [[row["step"], round(row["valid_bpc"], 4)] for row in result.valid]
     best = min(curve, key=lambda row: row[1])

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from .._checks import check_positive_int
 from .._random import seeded
 from ..gpt import GPT, GPTConfig
-from ..optim import AdamW
+from ..optim import AdamW, Muon
 from .corpus import Vocab
 
 __all__ = [
@@ -225,8 +225,12 @@ def train(
     eval_every: int = 500,
     progress: Callable[[str], None] | None = None,
     accumulate: int = 1,
+    muon_lr: float | None = None,
 ) -> TrainResult:
     """AdamW + 预热 + 余弦，训练 ``steps`` 步（就地修改 ``model``），返回 :class:`TrainResult`。
+
+    ``muon_lr`` 给出时，块里的权重矩阵改用 :class:`~tinyformer.optim.Muon`（峰值学习率 ``muon_lr``，
+    同一条预热 + 余弦曲线），词嵌入（兼输出层）、位置嵌入、偏置和归一化的增益仍用 AdamW（``lr``）。
 
     ``accumulate`` > 1 时每步把批分成 ``accumulate`` 份（第 j, j+A, … 首），逐份前向、反向，梯度在
     参数上累加，再走一步：与 DDP 分给各进程的是同一种切分（:func:`batch_loss`），所以梯度与整批一起算的
@@ -254,21 +258,36 @@ def train(
         net = nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    decay = [p for p in model.parameters() if p.dim() >= 2]
+    matrices = {  # 块里的权重矩阵（共享的词嵌入只列一次，在 token_embedding 下）
+        name: p for name, p in model.named_parameters()
+        if p.dim() >= 2 and not name.startswith(("token_embedding.", "position_embedding."))
+    }  # fmt: skip
+    embeddings = [
+        p for name, p in model.named_parameters() if p.dim() >= 2 and name not in matrices
+    ]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = AdamW(
-        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=lr, betas=(0.9, 0.95),
-    )  # fmt: skip
+    adam_decay = embeddings if muon_lr is not None else embeddings + list(matrices.values())
+    optimizers = [
+        AdamW(
+            [{"params": adam_decay, "weight_decay": weight_decay},
+             {"params": no_decay, "weight_decay": 0.0}],
+            lr=lr, betas=(0.9, 0.95),
+        )
+    ]  # fmt: skip
+    peaks = [lr]
+    if muon_lr is not None:
+        optimizers.append(Muon(list(matrices.values()), lr=muon_lr, weight_decay=weight_decay))
+        peaks.append(muon_lr)
     generator = torch.Generator().manual_seed(seed)
     stream = batches(train_poems, batch_size, generator)
     result, running, started = TrainResult(), [], time.perf_counter()
     model.train()
     for step in range(steps):
         batch = next(stream)
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, steps, lr, warmup)
-        optimizer.zero_grad()
+        for optimizer, peak in zip(optimizers, peaks, strict=True):
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(step, steps, peak, warmup)
+            optimizer.zero_grad()
         parts = []  # 各份的损失之和 = 整批的平均（单进程时）
         for j in range(accumulate):  # 本进程的第 j 份：全局第 rank·A + j 份（共 W·A 份）
             loss, _ = batch_loss(net, batch, vocab, rank * accumulate + j, world * accumulate)
@@ -280,7 +299,8 @@ def train(
                 f"the loss is {sum(parts)} at step {step + 1} (training diverged)"
             )
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        for optimizer in optimizers:
+            optimizer.step()
         running.append(sum(parts))  # 单进程时是整批的平均；多进程时是本进程那一份的估计
         if (step + 1) % log_every == 0 or step + 1 == steps:
             bpc = sum(running) / len(running) / math.log(2)
