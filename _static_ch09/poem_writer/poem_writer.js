@@ -90,7 +90,7 @@
     let groups = null;
     if (rhyme) {
       const fits = meter.groupNames.filter((g) => g.endsWith(rhyme));
-      if (fits.length !== 1) throw new Error(`韵部须是一个平声韵部的名字，如 尤 或 下平声十一尤，得到“${rhyme}”`);
+      if (fits.length !== 1) throw new Error(`韵部应为一个平声韵部的名字，如 尤 或 下平声十一尤，得到“${rhyme}”`);
       groups = new Set(fits);
     }
     const templates = [PING, ZE].flatMap((x) => [true, false].map((first) => ({ x, first, groups })));
@@ -209,7 +209,7 @@
     if (!meter) return;
     const [lines] = meter.forms[options.form];
     if (acrostic != null && [...acrostic].length !== lines) {
-      throw new Error(`${options.form}有 ${lines} 句，藏头须是 ${lines} 个字，得到 ${[...acrostic].length} 个`);
+      throw new Error(`${options.form}有 ${lines} 句，藏头应为 ${lines} 个字，得到 ${[...acrostic].length} 个`);
     }
     const rules = replay(meter, options, [...prefix].map((ch) => stoi.get(ch)), settings, stoi);
     if (rules.finished) throw new Error(`开头已经是一整首${options.form}了，没有可写的`);

@@ -29,7 +29,7 @@ r"""AdamW 和 Muon 从零写出来：包里的训练循环都用 AdamW（“Tran
 
 :math:`\mathrm{NS}_5` 是五步 Newton–Schulz 迭代：:math:`X \leftarrow U/\lVert U\rVert_F`（奇异值都 ≤ 1），
 每步 :math:`A = XX^\top,\; X \leftarrow aX + (bA + cA^2)X`，系数 (a, b, c) = (3.4445, −4.7750, 2.0315)
-让小的奇异值尽快长到 1 附近（停在 0.7–1.2 之间，不必恰好是 1）。于是每一步在每个方向上走得一样远，
+让小的奇异值尽快长到 1 附近（不小于 ‖U‖_F 的 0.2 % 的，五步之后都在 0.68–1.2 之间，不必恰好是 1）。于是每一步在每个方向上走得一样远，
 梯度里被几个大方向压住的小方向也得到更新。嵌入、输出层、偏置和归一化的增益仍用 AdamW。
 与 ``torch.optim.Muon`` 的差别只在迭代用 float32（torch 用 bfloat16）：``tests/unit/test_optim.py`` 在容差内比较两者。
 """
@@ -170,7 +170,7 @@ NS_COEFFICIENTS = (
 
 
 def newton_schulz(G: Tensor, steps: int = 5, eps: float = 1e-7) -> Tensor:
-    """:math:`\\mathrm{NS}_5(G)`：把矩阵 ``G`` 的奇异值都推到 1 附近（约 0.7–1.2），奇异向量不变。
+    """:math:`\\mathrm{NS}_5(G)`：把矩阵 ``G`` 的奇异值都推到 1 附近（σ ≥ 0.002·‖G‖_F 的约 0.68–1.2），奇异向量不变。
 
     例子（奇异值 3 和 0.01 的对角矩阵：五步之后两个都在 1 附近，大的那个反而小些）::
 

@@ -173,8 +173,8 @@ def test_constrained_sampling_follows_the_masked_distribution(shared_page, shipp
         ({"form": "五绝", "prefix": "白日依山尽，黄河入海流。欲穷千里目，更上一层流"},
          "开头不合五绝的格律：第 4 句第 5 个字“流”是平声，这里要平声、押下平声十一尤，"
          "且不重韵（“流”已经作过韵脚）"),
-        ({"form": "七律", "acrostic": ACROSTIC}, "七律有 8 句，藏头须是 8 个字，得到 4 个"),
-        ({"form": "五绝", "rhyme": "乎"}, "韵部须是一个平声韵部的名字，如 尤 或 下平声十一尤，得到“乎”"),
+        ({"form": "七律", "acrostic": ACROSTIC}, "七律有 8 句，藏头应为 8 个字，得到 4 个"),
+        ({"form": "五绝", "rhyme": "乎"}, "韵部应为一个平声韵部的名字，如 尤 或 下平声十一尤，得到“乎”"),
     ],
     ids=["prefix-tone", "repeated-rhyme", "acrostic-length", "rhyme-name"],
 )  # fmt: skip

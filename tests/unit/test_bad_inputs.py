@@ -447,6 +447,8 @@ CLI = [
     ("poetry", "prefix-and-acrostic", [*GENERATE, "--prefix", "春", "--acrostic", "春花秋月"], 2,
      r"--prefix 与 --acrostic 只能给一个" + USAGE),
     ("poetry", "top-p-1.5", [*GENERATE, "--top-p", "1.5"], 2, r"--top-p 应为 \(0, 1\] 之内的数，得到 '1.5'" + USAGE),
+    ("poetry", "muon-lr-0", ["train", "--steps", "1", "--out", "{tmp}/p.safetensors", "--muon-lr", "0"], 2,
+     r"--muon-lr 应为 \(0, 1\] 之内的数，得到 '0'" + USAGE),
     ("poetry", "no-command", [], 2, r"error: the following arguments are required: command"),
     ("poetry", "device-tpu", ["train", "--steps", "1", "--out", "x", "--device", "tpu"], 2, r"error: argument --device: invalid choice: 'tpu'"),
     ("poetry", "model-pickle", ["generate", "--model", "{payload}"], 3, CKPT + r" 是 torch.save 写的 pickle 文件：.*不安全.*"),

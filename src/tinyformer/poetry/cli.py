@@ -1,6 +1,6 @@
 """命令行：训练、写诗、评估（“只有解码器”一章讲解）。
 
-    python -m tinyformer.poetry train --steps 1200 --seed 0 --out runs/poetry.safetensors
+    python -m tinyformer.poetry train --steps 1800 --muon-lr 0.02 --seed 0 --out runs/poetry.safetensors
     python -m tinyformer.poetry generate --acrostic 春夏秋冬
     python -m tinyformer.poetry generate --form 七律 --rhyme 尤
     python -m tinyformer.poetry evaluate
