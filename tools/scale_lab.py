@@ -1,6 +1,6 @@
 """运行规模实验，把结果随包发布（见 ``tinyformer.poetry.scale``）。
 
-    .venv/bin/python -m tools.scale_lab                     # 全部实验（单线程合计约 20 分钟，机器空闲时）
+    .venv/bin/python -m tools.scale_lab                     # 全部实验（单线程合计约 95 分钟，其中 --group recipe 约 75 分钟）
     .venv/bin/python -m tools.scale_lab --group ablation    # 只跑一组：size、data、ablation 或 recipe
     .venv/bin/python -m tools.scale_lab --device cuda       # 有 GPU 时
 

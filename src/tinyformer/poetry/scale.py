@@ -7,7 +7,7 @@
 每字比特数，字表总是整个训练集的字表（与“只有解码器”一章相同），所以各行可以直接比较。
 
 :data:`EXPERIMENTS` 是全部记下的实验；``python -m tools.scale_lab`` 逐个运行它们，结果连同来历写进
-``data/scale_lab.json``（:func:`load_results` 读它）。这台 2 核机器上全部约 20 分钟，所以模型很小、训练很短：
+``data/scale_lab.json``（:func:`load_results` 读它）。这台 2 核机器上单线程全部约 95 分钟（其中配方组约 75 分钟），所以模型很小、训练很短：
 这里量的是 **小** 模型的规律，不是大模型的。
 """
 
@@ -96,7 +96,8 @@ def _experiments() -> list[Experiment]:
     return runs
 
 
-# 配方表的行：(设置, 种子)。每种优化器扫三个峰值学习率（种子 0），最好的那个再跑种子 1、2；
+# 配方表的行：(设置, 种子)。每种优化器扫三个峰值学习率（种子 0）；AdamW 的 3e-3 与 Muon 的 0.02 再跑
+# 种子 1、2（0.02 是事先在整个验证集上试出来的，随包的模型也用它）；
 # Muon 只管块里的矩阵，词嵌入、偏置、归一化仍用 AdamW 3e-3
 RECIPES: dict[str, tuple[dict, tuple[int, ...]]] = {
     "adamw-1.5e-3": ({"lr": 1.5e-3}, (0,)),
