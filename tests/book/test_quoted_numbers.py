@@ -29,10 +29,7 @@ NOT_COMPUTED = {
         "0.06": "正文说“始终不到 0.06”，图里是最小距离",
     },
     "ch07_encoder_decoder": {"15%": "BERT 论文的掩码比例"},
-    "ch11_scale_modern": {
-        "0.001": "拟合的网格步长（代码里写作 1e-3）",
-        "0.34": "Chinchilla 论文拟合的指数",
-    },
+    "ch11_scale_modern": {"0.34": "Chinchilla 论文拟合的指数"},
 }
 
 
