@@ -14,6 +14,7 @@ import torch
 import torch.multiprocessing as mp
 
 from tests.kit import TINY_POEMS, captured, deadline, tiny_poet
+from tinyformer.optim import Muon
 from tinyformer.poetry import cli, corpus, evaluation, pretrained, sampling, training
 from tinyformer.poetry.checkpoint import load_checkpoint, save_checkpoint
 from tinyformer.poetry.corpus import Vocab
@@ -245,6 +246,25 @@ def test_training_is_deterministic_and_lowers_the_loss():
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
     assert ra.log == rb.log and [r["step"] for r in ra.log] == [10, 20, 30]
     assert ra.valid[-1]["valid_bpc"] < ra.log[0]["train_bpc"]
+
+
+def test_muon_updates_the_block_matrices_and_adamw_the_rest(monkeypatch):
+    given = []
+    monkeypatch.setattr(
+        training, "Muon", lambda params, **kw: given.extend(params) or Muon(params, **kw)
+    )
+    model, vocab = tiny_poet(seed=3)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    result = training.train(
+        model, vocab, TINY_POEMS * 4, TINY_POEMS, steps=30, batch_size=4, warmup=5,
+        log_every=10, eval_every=30, muon_lr=0.02,
+    )  # fmt: skip
+    names = {id(p): n for n, p in model.named_parameters()}
+    blocks = sorted(n for n in names.values() if n.startswith("layers.") and n.endswith("weight")
+                    and before[n].dim() == 2)  # fmt: skip
+    assert sorted(names[id(p)] for p in given) == blocks and blocks  # 嵌入（兼输出层）不在其中
+    assert all(not torch.equal(before[n], p) for n, p in model.named_parameters())  # 都更新了
+    assert result.valid[-1]["valid_bpc"] < result.log[0]["train_bpc"]
 
 
 def test_accumulated_shares_train_like_the_whole_batch():
