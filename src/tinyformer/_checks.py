@@ -151,10 +151,13 @@ def check_nonnegative_float(name: str, value) -> None:
         raise ValueError(f"{name} must be a finite number >= 0, got {name}={shorten(value)}")
 
 
-def check_dropout(name: str, value) -> None:
-    """丢弃概率必须在 [0, 1) 内：p=1 会把一切都丢掉。"""
+def check_fraction(name: str, value) -> None:
+    """``value`` 必须在 [0, 1) 内（丢弃概率、Adam 的 β、动量 μ）：1 会把一切丢掉、让滑动平均永远不动。"""
     if not _is_real(value) or not 0.0 <= value < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {name}={shorten(value)}")
+
+
+check_dropout = check_fraction  # 丢弃概率：p = 1 会把一切都丢掉
 
 
 def check_bool(name: str, value) -> None:

@@ -42,7 +42,7 @@ from collections.abc import Iterable
 import torch
 from torch import Tensor
 
-from ._checks import check_nonnegative_float
+from ._checks import check_fraction, check_nonnegative_float
 
 
 class _Optimizer:
@@ -98,13 +98,6 @@ class _Optimizer:
                     p.grad.zero_()
 
 
-def _check_fraction(name: str, value: object) -> None:
-    """β、μ 这样的衰减率：[0, 1) 里的数。"""
-    check_nonnegative_float(name, value)
-    if value >= 1:  # type: ignore[operator]
-        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
-
-
 class AdamW(_Optimizer):
     """``torch.optim.AdamW`` 的同名同义版本（只有 ``lr``、``betas``、``eps``、``weight_decay``）。
 
@@ -140,7 +133,7 @@ class AdamW(_Optimizer):
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
             raise ValueError(f"betas must be a pair of numbers in [0, 1), got {pair!r}")
         for i, beta in enumerate(pair):
-            _check_fraction(f"betas[{i}]", beta)
+            check_fraction(f"betas[{i}]", beta)
 
     @torch.no_grad()
     def step(self) -> None:
@@ -218,7 +211,7 @@ class Muon(_Optimizer):
         # self.state：参数 → {"B": 动量}
 
     def _check_group(self, group: dict) -> None:
-        _check_fraction("momentum", group["momentum"])
+        check_fraction("momentum", group["momentum"])
 
     def _check_param(self, p: Tensor) -> None:
         if p.dim() != 2:

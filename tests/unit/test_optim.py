@@ -162,7 +162,7 @@ def test_newton_schulz_sends_singular_values_near_one():
         (
             [torch.nn.Parameter(torch.zeros(2, 2))],
             {"momentum": 1.0},
-            r"momentum must be a number in \[0, 1\)",
+            r"momentum must be in \[0, 1\), got momentum=1.0",
         ),
         ([torch.nn.Parameter(torch.zeros(2, 2))], {"lr": -0.1}, "lr"),
     ],
