@@ -56,7 +56,7 @@ class Experiment:
     ``options`` 原样交给 :class:`~tinyformer.GPTConfig`；每 ``eval_every`` 步在验证集上评估一次。"""
 
     name: str
-    group: str  # "size"、"data"、"ablation" 或 "recipe"
+    group: str  # "size"、"data"、"ablation"、"recipe" 或 "isoflop"
     d_model: int = 64
     num_layers: int = 2
     num_heads: int = 4
@@ -69,6 +69,7 @@ class Experiment:
     options: dict = field(default_factory=dict)
     warmup: int = WARMUP
     muon_lr: float | None = None  # 给出时块里的矩阵用 Muon（见 tinyformer.optim）
+    flops: float | None = None  # 给出时按 C = 6·N·D 定步数（N 数全部参数），预热取步数的 10%
 
 
 def _experiments() -> list[Experiment]:
@@ -93,7 +94,33 @@ def _experiments() -> list[Experiment]:
                 Experiment(f"recipe-{row}-s{seed}", "recipe", 128, 4, 4, steps=600, batch_size=64,
                            seed=seed, warmup=60, eval_every=600, **settings)
             )  # fmt: skip
+    # 等计算量（IsoFLOP）：每个预算 C 下的几个尺寸，训练的字数 D = C / (6N)（N 数全部参数）。
+    # 最小的预算先给每个尺寸扫三个 Muon 学习率，更大的预算用各尺寸扫出的那个
+    for size, (d, layers, heads) in ISOFLOP_SIZES.items():
+        for muon_lr in ISOFLOP_SWEEP:
+            runs.append(
+                Experiment(f"iso-{budget_label(BUDGETS[0])}-{size}-lr{muon_lr:g}", "isoflop", d, layers, heads,
+                           batch_size=32, muon_lr=muon_lr, flops=BUDGETS[0])
+            )  # fmt: skip
     return runs
+
+
+# 等计算量实验的尺寸（名字是 d_model 与层数）。小模型的参数大半在词嵌入里（5,342 个字 × d_model），
+# 所以全部参数从 14 万到 149 万只差约 10 倍，非嵌入参数却差约 55 倍
+ISOFLOP_SIZES: dict[str, tuple[int, int, int]] = {
+    "d24L2": (24, 2, 2), "d32L2": (32, 2, 2), "d40L2": (40, 2, 2), "d48L2": (48, 2, 4),
+    "d64L2": (64, 2, 4), "d80L3": (80, 3, 4), "d96L4": (96, 4, 4), "d128L4": (128, 4, 4),
+    "d160L4": (160, 4, 4),
+}  # fmt: skip
+
+
+def budget_label(flops: float) -> str:
+    """实验名里的预算：``2.5e12`` 写成 ``"2.5e12"``（不写 ``e+``）。"""
+    return f"{flops:.3g}".replace("e+", "e")
+
+
+BUDGETS = (1e12, 2.5e12, 6.25e12)  # 计算量预算 C（浮点运算次数），相邻两个差 2.5 倍
+ISOFLOP_SWEEP = (0.01, 0.02, 0.04)  # 最小的预算上给每个尺寸扫的 Muon 峰值学习率
 
 
 # 配方表的行：(设置, 种子)。每种优化器扫三个峰值学习率（种子 0）；AdamW 的 3e-3 与 Muon 的 0.02 再跑
@@ -163,21 +190,29 @@ def run(
     model = make_model(
         vocab, exp.d_model, exp.num_layers, exp.num_heads, seed=exp.seed, **exp.options
     ).to(device)
+    params = sum(p.numel() for p in model.parameters())  # 共享的词嵌入只数一次
+    chars_per_poem = sum(len(p) + 1 for p in poems) / len(poems)  # 每首的预测数（字符 + <eos>）
+    steps, warmup, eval_every = exp.steps, exp.warmup, exp.eval_every
+    if exp.flops is not None:  # C = 6·N·D：D = 步数 × 批 × 每首的字数
+        steps = max(1, round(exp.flops / (6 * params * exp.batch_size * chars_per_poem)))
+        warmup, eval_every = max(1, steps // 10), steps
     started = time.perf_counter()
     result = train(
-        model, vocab, poems, valid, steps=exp.steps, seed=exp.seed, batch_size=exp.batch_size,
-        lr=exp.lr, warmup=exp.warmup, log_every=exp.eval_every, eval_every=exp.eval_every,
+        model, vocab, poems, valid, steps=steps, seed=exp.seed, batch_size=exp.batch_size,
+        lr=exp.lr, warmup=warmup, log_every=eval_every, eval_every=eval_every,
         progress=progress, muon_lr=exp.muon_lr,
     )  # fmt: skip
     curve = [[row["step"], round(row["valid_bpc"], 4)] for row in result.valid]
     best = min(curve, key=lambda row: row[1])
-    chars_per_poem = sum(len(p) + 1 for p in poems) / len(poems)  # 每首的预测数（字符 + <eos>）
     return {
         **asdict(exp),
+        "steps": steps,
+        "warmup": warmup,
+        "eval_every": eval_every,
         "train_poems": len(poems),
-        "params": sum(p.numel() for p in model.parameters()),
+        "params": params,
         "non_embedding_params": non_embedding_params(model),
-        "tokens": round(exp.steps * exp.batch_size * chars_per_poem),  # 训练中看过的字数（约）
+        "tokens": round(steps * exp.batch_size * chars_per_poem),  # 训练中看过的字数（约）
         "train_bpc": round(result.log[-1]["train_bpc"], 4),
         "valid_bpc": curve[-1][1],
         "best_valid_bpc": best[1],
