@@ -93,7 +93,7 @@ def corpus_digests() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.scale_lab", description=__doc__)
     parser.add_argument(
-        "--group", choices=("size", "data", "ablation", "recipe", "isoflop"), action="append"
+        "--group", choices=("isoflop", "data", "ablation", "recipe"), action="append"
     )
     parser.add_argument("--only", action="append", help="只跑这个名字的实验（可重复）")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")

@@ -349,26 +349,29 @@ def test_widgets_that_need_a_kernel_say_so_on_the_page(path):
             assert "mybinder.org/v2/gh/" in note
 
 
-def test_scaling_explorer_refits_without_each_point_and_embeds_its_data():
-    from tinyformer.book.explorers import scaling
-    from tinyformer.poetry.scale import fit_power_law
+def test_scaling_explorer_refits_without_each_size_and_embeds_its_data():
+    from tinyformer.poetry import scale
 
     data = explorers.scaling_data(samples=5)
-    for group in ("size", "data"):
-        points = [r for r in data["points"] if r["group"] == group]
-        fits = [r for r in data["fits"] if r["group"] == group]
-        assert [f["out"] for f in fits] == list(range(len(points) + 1))
-        xs, ys = map(list, zip(*scaling._points(group), strict=True))  # 未舍入的结果
-        assert [p["x"] for p in points] == xs
-        for fit in fits:  # 去掉第 out 个点之后的拟合（out = 0：全部）
-            keep = [k for k in range(len(points)) if k != fit["out"] - 1]
-            expected = fit_power_law([xs[k] for k in keep], [ys[k] for k in keep])
-            assert fit["alpha"] == pytest.approx(expected["alpha"], abs=1e-3)
-        assert len([r for r in data["curves"] if r["group"] == group]) == 5 * len(fits)
+    sizes = list(scale.ISOFLOP_SIZES)
+    assert [f["out"] for f in data["fits"]] == list(range(len(sizes) + 1))
+    rows = scale.load_results()["runs"]
+    for fit in data["fits"]:  # 去掉第 out 个尺寸之后的拟合（out = 0：全部）
+        dropped = sizes[fit["out"] - 1] if fit["out"] else None
+        kept = [r for r in rows if f"d{r['d_model']}L{r['num_layers']}" != dropped]
+        points = {c: p for c, p in scale.isoflop_points(kept).items() if c in scale.BUDGETS}
+        expected = scale.fit_isoflop(points, predict_at=3 * scale.BUDGETS[-1], resamples=0)
+        assert fit["a"] == pytest.approx(expected["a"], abs=1e-2)
+        assert fit["loss_pred"] == pytest.approx(expected["loss_pred"], abs=1e-2)
+    every = [(p["budget"], p["n"], p["bpc"]) for p in data["points"]]
+    best = scale.isoflop_points(rows)
+    assert every == [(scale.budget_label(c), n, pytest.approx(v, abs=1e-3))
+                     for c in scale.BUDGETS for n, v in best[c]]  # fmt: skip
+    assert len(data["curves"]) == 5 * len(scale.BUDGETS) * len(data["fits"])
     chart = explorers.scaling_explorer()
     tables = explorers.chart_datasets(chart)
     assert sorted(map(len, tables)) == sorted(len(v) for v in explorers.scaling_data().values())
-    assert_controls_cover_data(chart, explorers.scaling_data()["fits"])
+    assert_controls_cover_data(chart, data["fits"])
 
 
 def test_ablation_explorer_has_both_seeds_of_every_row():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -33,8 +34,12 @@ __all__ = [
     "RECIPES",
     "EXPERIMENTS",
     "Experiment",
+    "BUDGETS",
+    "ISOFLOP_SIZES",
     "experiment",
+    "fit_isoflop",
     "fit_power_law",
+    "isoflop_points",
     "load_results",
     "non_embedding_params",
     "run",
@@ -56,7 +61,7 @@ class Experiment:
     ``options`` 原样交给 :class:`~tinyformer.GPTConfig`；每 ``eval_every`` 步在验证集上评估一次。"""
 
     name: str
-    group: str  # "size"、"data"、"ablation"、"recipe" 或 "isoflop"
+    group: str  # "isoflop"、"data"、"ablation" 或 "recipe"
     d_model: int = 64
     num_layers: int = 2
     num_heads: int = 4
@@ -74,16 +79,11 @@ class Experiment:
 
 def _experiments() -> list[Experiment]:
     runs = []
-    # 参数量：7 个尺寸，非嵌入参数约 900 到 80 万（约 900 倍），数据量相同（300 步 × 16 首）
-    for i, (d, layers, heads) in enumerate(
-        [(8, 1, 2), (16, 1, 2), (32, 1, 2), (32, 2, 2), (64, 2, 4), (96, 3, 4), (128, 4, 4)]
-    ):
-        runs.append(Experiment(f"size-{i}", "size", d, layers, heads))
-    # 数据量：固定的模型（size-4 的尺寸），训练集只取前 n 首；300 步里小的训练集要重复很多轮，
+    # 数据量：固定的模型（d_model 64，2 层，与消融的基线相同），训练集只取前 n 首；300 步里小的训练集要重复很多轮，
     # 每 25 步评估一次，取验证集上最好的一次（提前停止，Kaplan 等人的 L(D) 也这样量）
     for n in (200, 400, 800, 1600, 3200):
         runs.append(Experiment(f"data-{n}", "data", train_poems=n, eval_every=25))
-    # 消融：size-4 的尺寸、同样的步数与批，一次改一处，每行两个种子
+    # 消融：d_model 64、2 层，同样的步数与批，一次改一处，每行两个种子
     for row, options in ABLATIONS.items():
         for seed in SEEDS:
             runs.append(Experiment(f"{row}-s{seed}", "ablation", seed=seed, options=options))
@@ -95,12 +95,20 @@ def _experiments() -> list[Experiment]:
                            seed=seed, warmup=60, eval_every=600, **settings)
             )  # fmt: skip
     # 等计算量（IsoFLOP）：每个预算 C 下的几个尺寸，训练的字数 D = C / (6N)（N 数全部参数）。
-    # 最小的预算先给每个尺寸扫三个 Muon 学习率，更大的预算用各尺寸扫出的那个
+    # 最小的预算先给每个尺寸扫三个学习率（AdamW 与 Muon 的峰值同乘一个倍数），更大的预算用各尺寸扫出的那个
     for size, (d, layers, heads) in ISOFLOP_SIZES.items():
-        for muon_lr in ISOFLOP_SWEEP:
+        for times in ISOFLOP_SWEEP:
             runs.append(
-                Experiment(f"iso-{budget_label(BUDGETS[0])}-{size}-lr{muon_lr:g}", "isoflop", d, layers, heads,
-                           batch_size=32, muon_lr=muon_lr, flops=BUDGETS[0])
+                Experiment(f"iso-{budget_label(BUDGETS[0])}-{size}-x{times:g}", "isoflop", d, layers,
+                           heads, batch_size=32, lr=LR * times, muon_lr=MUON_LR * times,
+                           flops=BUDGETS[0])
+            )  # fmt: skip
+    for budget, sizes in zip(BUDGETS[1:], WINDOWS, strict=True):
+        for size in sizes:
+            runs.append(
+                Experiment(f"iso-{budget_label(budget)}-{size}", "isoflop", *ISOFLOP_SIZES[size],
+                           batch_size=32, lr=LR * TUNED[size], muon_lr=MUON_LR * TUNED[size],
+                           flops=budget)
             )  # fmt: skip
     return runs
 
@@ -120,7 +128,15 @@ def budget_label(flops: float) -> str:
 
 
 BUDGETS = (1e12, 2.5e12, 6.25e12)  # 计算量预算 C（浮点运算次数），相邻两个差 2.5 倍
-ISOFLOP_SWEEP = (0.01, 0.02, 0.04)  # 最小的预算上给每个尺寸扫的 Muon 峰值学习率
+MUON_LR = 0.02  # 等计算量实验：块里的矩阵用 Muon（配方表里最好的），其余用 AdamW（峰值 LR）
+ISOFLOP_SWEEP = (0.5, 1.0, 2.0)  # 最小的预算上扫的学习率倍数：两个峰值同乘它
+# 更大的预算各跑五个尺寸：最好的尺寸随预算变大，窗口也跟着右移
+WINDOWS = (
+    ("d40L2", "d48L2", "d64L2", "d80L3", "d96L4"),
+    ("d64L2", "d80L3", "d96L4", "d128L4", "d160L4"),
+)
+# 扫出的学习率倍数：每个尺寸在最小的预算上最好的那个（测试核对它与随包的结果一致）
+TUNED: dict[str, float] = {size: 1.0 for size in ISOFLOP_SIZES}
 
 
 # 配方表的行：(设置, 种子)。每种优化器扫三个峰值学习率（种子 0）；AdamW 的 3e-3 与 Muon 的 0.02 再跑
@@ -234,15 +250,25 @@ def load_results() -> dict:
 def _linear_fit(
     columns: Sequence[Sequence[float]], y: Sequence[float]
 ) -> tuple[list[float], float]:
-    """最小二乘 y ≈ Σ_j w_j · columns[j]（两列：解 2×2 的正规方程），返回 (w, 残差平方和)。"""
-    (u, v), n = columns, len(y)
-    uu, uv, vv = (
-        sum(p * q for p, q in zip(a, b, strict=True)) for a, b in ((u, u), (u, v), (v, v))
-    )
-    uy, vy = (sum(p * q for p, q in zip(a, y, strict=True)) for a in (u, v))
-    det = uu * vv - uv * uv
-    w = [(uy * vv - vy * uv) / det, (vy * uu - uy * uv) / det]
-    sse = sum((y[i] - w[0] * u[i] - w[1] * v[i]) ** 2 for i in range(n))
+    """最小二乘 y ≈ Σ_j w_j · columns[j]：解正规方程 (XᵀX) w = Xᵀy（高斯消元，列主元），
+    返回 (w, 残差平方和)。列只有两三个，全用 Python 的 float 逐项算，任何 CPU 上结果相同。"""
+    k = len(columns)
+    # 增广矩阵 [XᵀX | Xᵀy]：k × (k + 1)
+    rows = [
+        [sum(p * q for p, q in zip(columns[i], columns[j], strict=True)) for j in range(k)]
+        + [sum(p * q for p, q in zip(columns[i], y, strict=True))]
+        for i in range(k)
+    ]
+    for i in range(k):
+        pivot = max(range(i, k), key=lambda r: abs(rows[r][i]))
+        rows[i], rows[pivot] = rows[pivot], rows[i]
+        for r in range(i + 1, k):
+            factor = rows[r][i] / rows[i][i]
+            rows[r] = [a - factor * b for a, b in zip(rows[r], rows[i], strict=True)]
+    w = [0.0] * k
+    for i in reversed(range(k)):  # 回代
+        w[i] = (rows[i][k] - sum(rows[i][j] * w[j] for j in range(i + 1, k))) / rows[i][i]
+    sse = sum((v - sum(w[j] * columns[j][n] for j in range(k))) ** 2 for n, v in enumerate(y))
     return w, sse
 
 
@@ -285,3 +311,100 @@ def fit_power_law(
         a, alpha, c = math.exp(log_a), -slope, 0.0
         sse = sum((v - a * u**-alpha) ** 2 for u, v in zip(x, y, strict=True))
     return {"a": a, "alpha": alpha, "c": c, "rmse": math.sqrt(sse / len(x))}
+
+
+def isoflop_points(
+    rows: Sequence[dict], count: str = "params"
+) -> dict[float, list[tuple[int, float]]]:
+    """等计算量实验的点：每个预算一组 [(参数量, 验证集每字比特数)]，按参数量排好。
+
+    同一预算、同一尺寸跑过几个学习率时取最好的那个（学习率按尺寸调）；``count`` 是参数的数法：
+    ``"params"``（全部参数，Chinchilla）或 ``"non_embedding_params"``（不算嵌入，Kaplan）。
+    """
+    if count not in ("params", "non_embedding_params"):
+        raise ValueError(f"count must be 'params' or 'non_embedding_params', got {count!r}")
+    best: dict[tuple[float, int], dict] = {}
+    for row in rows:
+        if row["group"] != "isoflop" or row["name"].startswith("iso-predict"):
+            continue
+        key = (row["flops"], row["d_model"] * 100 + row["num_layers"])  # 一个尺寸
+        if key not in best or row["valid_bpc"] < best[key]["valid_bpc"]:
+            best[key] = row
+    points: dict[float, list[tuple[int, float]]] = {}
+    for (flops, _), row in sorted(best.items()):
+        points.setdefault(flops, []).append((row[count], row["valid_bpc"]))
+    return {flops: sorted(p) for flops, p in points.items()}
+
+
+def _parabola(x: Sequence[float], y: Sequence[float]) -> list[float]:
+    """最小二乘 y ≈ p0 + p1·x + p2·x²，返回 [p0, p1, p2]；开口向下（p2 ≤ 0，没有最低点）时报错。"""
+    p, _ = _linear_fit([[1.0] * len(x), list(x), [v * v for v in x]], y)
+    if p[2] <= 0:
+        raise ValueError(f"the parabola through these points opens downward (p2 = {p[2]:.3g})")
+    return p
+
+
+def fit_isoflop(
+    points: dict[float, list[tuple[int, float]]],
+    predict_at: float,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict:
+    r"""Hoffmann 等人的“方法二”：每个预算 C 上，损失对 :math:`\ln N` 拟合一条抛物线，它的最低点给出
+    这个预算下最好的尺寸 :math:`N^*(C)` 与损失 :math:`L^*(C)`；再在双对数坐标里拟合两条直线
+    :math:`N^* \propto C^{a}`、:math:`L^* \propto C^{-\gamma}`，外推到 ``predict_at``。
+
+    区间来自残差自助法：各预算抛物线的残差合在一起（按自由度放大），每次有放回地抽一份加回拟合值，
+    整个拟合重做一遍；``resamples`` 次里取 2.5% 与 97.5% 分位（开口向下、没有最低点的那几次不算，
+    ``dropped`` 记它们的个数）。全用 Python 的 float，``random.Random(seed)`` 抽样，任何 CPU 上结果相同。
+
+    返回 ``{"minima": [(C, N*, L*)], "parabolas": [(C, p0, p1, p2)], "a", "gamma", "n_pred",
+    "loss_pred"}``，``resamples`` > 0 时还有每个量的 ``"<量>_interval"``（2.5%、97.5% 分位）和
+    ``"dropped"``。
+    """
+    budgets = sorted(points)
+    if len(budgets) < 2 or any(len(points[c]) < 4 for c in budgets):
+        raise ValueError(
+            f"need at least 2 budgets with at least 4 sizes each, got "
+            f"{[len(points[c]) for c in budgets]} sizes for {len(budgets)} budgets"
+        )
+    xs = {c: [math.log(n) for n, _ in points[c]] for c in budgets}
+
+    def laws(ys: dict[float, list[float]]) -> dict:
+        parabolas = {c: _parabola(xs[c], ys[c]) for c in budgets}
+        minima = [  # 抛物线的顶点：x* = −p1 / (2·p2)，y* = p0 − p1² / (4·p2)
+            (c, math.exp(-p1 / (2 * p2)), p0 - p1 * p1 / (4 * p2))
+            for c, (p0, p1, p2) in parabolas.items()
+        ]
+        log_c = [math.log(c) for c, _, _ in minima]
+        ones = [1.0] * len(minima)
+        (k_n, a), _ = _linear_fit([ones, log_c], [math.log(n) for _, n, _ in minima])
+        (k_l, slope), _ = _linear_fit([ones, log_c], [math.log(v) for _, _, v in minima])
+        return {
+            "minima": minima, "parabolas": [(c, *p) for c, p in parabolas.items()],
+            "a": a, "gamma": -slope,
+            "n_pred": math.exp(k_n + a * math.log(predict_at)),
+            "loss_pred": math.exp(k_l + slope * math.log(predict_at)),
+        }  # fmt: skip
+
+    ys = {c: [v for _, v in points[c]] for c in budgets}
+    fit = laws(ys)
+    fitted = {c: [p0 + p1 * v + p2 * v * v for v in xs[c]] for c, p0, p1, p2 in fit["parabolas"]}
+    if resamples == 0:
+        return fit
+    residuals = [v - f for c in budgets for v, f in zip(ys[c], fitted[c], strict=True)]
+    scale_up = math.sqrt(len(residuals) / (len(residuals) - 3 * len(budgets)))
+    rng, draws, dropped = random.Random(seed), [], 0
+    for _ in range(resamples):
+        fake = {c: [f + scale_up * rng.choice(residuals) for f in fitted[c]] for c in budgets}
+        try:
+            draws.append(laws(fake))
+        except ValueError:  # 这一份数据的某条抛物线开口向下
+            dropped += 1
+    for key in ("a", "gamma", "n_pred", "loss_pred"):
+        values = sorted(d[key] for d in draws)
+        fit[f"{key}_interval"] = (
+            values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1]
+        )  # fmt: skip
+    fit["dropped"] = dropped
+    return fit

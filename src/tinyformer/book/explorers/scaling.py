@@ -1,15 +1,16 @@
-"""探索器「拟合有多稳」与「消融的验证集曲线」（“规模与 2017 年之后的改进”一章）。
+"""探索器「等计算量曲线有多稳」与「消融的验证集曲线」（“规模与 2017 年之后的改进”一章）。
 
 两张图都只读随包发布的实验结果（:func:`tinyformer.poetry.scale.load_results`），不训练任何模型。
 """
 
 from __future__ import annotations
 
+import math
+
 import altair as alt
 
 from .charts import control, finish, significant
 
-GROUPS = {"size": "参数量 N", "data": "数据量 D（字）"}
 ROW_LABELS = {
     "gpt2": "GPT-2 基线",
     "rmsnorm": "+ RMSNorm",
@@ -22,105 +23,115 @@ ROW_LABELS = {
 }
 
 
-def _points(group: str) -> list[tuple[float, float]]:
-    """一组实验的 (x, 每字比特数)：参数量用非嵌入参数与训练结束时的值（到损失最低的尺寸为止），
-    数据量用训练集的字数与提前停止的最好值。"""
-    from ...poetry.corpus import load_split
-    from ...poetry.scale import load_results
+def scaling_data(samples: int = 30) -> dict[str, list[dict]]:
+    """等计算量实验去掉第 ``out`` 个尺寸（0 = 不去掉；每个预算里有它就去掉）之后重做的拟合
+    （:func:`~tinyformer.poetry.scale.fit_isoflop`，不做自助法）。
 
-    rows = [r for r in load_results()["runs"] if r["group"] == group]
-    if group == "size":  # 与正文相同：只拟合到损失最低的尺寸为止（更大的受数据量所限）
-        points = [(r["non_embedding_params"], r["valid_bpc"]) for r in rows]
-        best = min(range(len(points)), key=lambda k: points[k][1])
-        return points[: best + 1]
-    train = load_split("train")
-    return [(sum(len(p) + 1 for p in train[: r["train_poems"]]), r["best_valid_bpc"]) for r in rows]
+    返回 dict，四张表：
 
+    - ``points``：``budget``（预算的名字）、``i``（第几个尺寸，从 1 数）、``size``、``n``（全部参数）、``bpc``；
+    - ``curves``：``budget``、``out``、``n``、``fit``：每个预算的抛物线上 ``samples`` 个点；
+    - ``minima``：``budget``、``out``、``n``、``bpc``：抛物线的最低点；
+    - ``fits``：``out``、``a``（N* ∝ Cᵃ 的指数）、``n_pred``、``loss_pred``（外推到最大预算的 3 倍）。
 
-def scaling_data(samples: int = 40) -> dict[str, list[dict]]:
-    """两组实验（``group``：参数量、数据量）各自 “去掉第 ``out`` 个点”（0 = 不去掉）之后的幂律拟合。
-
-    返回 dict，三张表：
-
-    - ``points``：``group``、``i``（第几个点，从 1 数）、``x``、``bpc``；
-    - ``curves``：``group``、``out``、``x``、``fit``：拟合曲线上 ``samples`` 个点（对数均匀）；
-    - ``fits``：``group``、``out``、``alpha``、``c``、``rmse``。
-
-    拟合用 :func:`~tinyformer.poetry.scale.fit_power_law`（float64），数值保留 4 位有效数字。
+    数值保留 4 位有效数字。
     """
-    from ...poetry.scale import fit_power_law
+    from ...poetry.scale import BUDGETS, ISOFLOP_SIZES, budget_label, fit_isoflop, load_results
 
-    data = {"points": [], "curves": [], "fits": []}
-    for group in GROUPS:
-        points = _points(group)
-        xs, ys = [x for x, _ in points], [y for _, y in points]
-        for i, (x, y) in enumerate(points, start=1):
-            data["points"].append({"group": group, "i": i, "x": x, "bpc": significant(y)})
-        for out in range(len(points) + 1):
-            keep = [k for k in range(len(points)) if k != out - 1]
-            fit = fit_power_law([xs[k] for k in keep], [ys[k] for k in keep])
-            data["fits"].append(
-                {
-                    "group": group,
-                    "out": out,
-                    "alpha": significant(fit["alpha"], 3),
-                    "c": significant(fit["c"], 4),
-                    "rmse": significant(fit["rmse"], 2),
-                }
-            )
+    rows = [r for r in load_results()["runs"] if r["group"] == "isoflop"]
+    sizes = list(ISOFLOP_SIZES)
+    best: dict[tuple[float, str], dict] = {}  # 每个预算、每个尺寸：最好的学习率那一次
+    for r in rows:
+        size = f"d{r['d_model']}L{r['num_layers']}"
+        if r["flops"] in BUDGETS and (
+            (r["flops"], size) not in best or r["valid_bpc"] < best[r["flops"], size]["valid_bpc"]
+        ):
+            best[r["flops"], size] = r
+    data = {"points": [], "curves": [], "minima": [], "fits": []}
+    for (flops, size), r in sorted(best.items(), key=lambda kv: (kv[0][0], sizes.index(kv[0][1]))):
+        data["points"].append(
+            {"budget": budget_label(flops), "i": sizes.index(size) + 1, "size": size,
+             "n": r["params"], "bpc": significant(r["valid_bpc"])}
+        )  # fmt: skip
+    for out in range(len(sizes) + 1):
+        points = {
+            c: sorted((r["params"], r["valid_bpc"]) for (c2, size), r in best.items()
+                      if c2 == c and size != (sizes[out - 1] if out else None))
+            for c in BUDGETS
+        }  # fmt: skip
+        fit = fit_isoflop(points, predict_at=3 * BUDGETS[-1], resamples=0)
+        data["fits"].append(
+            {"out": out, "a": significant(fit["a"], 3), "n_pred": significant(fit["n_pred"], 3),
+             "loss_pred": significant(fit["loss_pred"], 4)}
+        )  # fmt: skip
+        for (c, p0, p1, p2), (_, n_best, loss_best) in zip(
+            fit["parabolas"], fit["minima"], strict=True
+        ):
+            low, high = math.log(points[c][0][0]), math.log(points[c][-1][0])
             for k in range(samples):
-                x = xs[0] * (xs[-1] / xs[0]) ** (k / (samples - 1))
-                fit_y = fit["a"] * x ** -fit["alpha"] + fit["c"]
+                x = low + (high - low) * k / (samples - 1)
                 data["curves"].append(
-                    {"group": group, "out": out, "x": significant(x), "fit": significant(fit_y)}
-                )
+                    {"budget": budget_label(c), "out": out, "n": significant(math.exp(x)),
+                     "fit": significant(p0 + p1 * x + p2 * x * x)}
+                )  # fmt: skip
+            data["minima"].append(
+                {"budget": budget_label(c), "out": out, "n": significant(n_best),
+                 "bpc": significant(loss_best)}
+            )  # fmt: skip
     return data
 
 
 def scaling_explorer() -> alt.VConcatChart:
-    """选一组实验、去掉其中一个点，看幂律拟合的曲线与指数怎样变（刀切法的直观样子）。"""
+    """等计算量曲线：去掉一个尺寸，看每个预算的抛物线、最低点与指数 a 怎样变（刀切法的直观样子）。"""
+    from ...poetry.scale import ISOFLOP_SIZES
+
     data = scaling_data()
-    group = control("group", "size", "实验", "select", list(GROUPS), labels=list(GROUPS.values()))
-    outs = sorted({r["out"] for r in data["fits"]})
-    out = control("out", 0, "去掉第几个点（0 = 不去掉）", "range", outs)
-    x = alt.X("x:Q", scale=alt.Scale(type="log"), title="N 或 D（对数坐标）")
+    names = ["不去掉", *ISOFLOP_SIZES]
+    out = control("out", 0, "去掉一个尺寸", "select", list(range(len(names))), labels=names)
+    x = alt.X("n:Q", scale=alt.Scale(type="log"), title="全部参数 N（对数坐标）")
     y = alt.Y("bpc:Q", scale=alt.Scale(zero=False), title="验证集每字比特数")
+    color = alt.Color("budget:N", title="预算 C（次浮点运算）", sort=None)
     points = (
         alt.Chart(alt.InlineData(values=data["points"]))
-        .add_params(group, out)
-        .transform_filter(alt.datum.group == group)
+        .add_params(out)
         .transform_calculate(kept=alt.datum.i != out)
-        .mark_circle(size=90)
+        .mark_point(size=70, filled=True)
         .encode(
-            x=x,
-            y=y,
-            color=alt.Color(
-                "kept:N",
-                scale=alt.Scale(domain=[True, False], range=["#1f77b4", "#d62728"]),
+            x=x, y=y, color=color,
+            shape=alt.Shape(
+                "kept:N", scale=alt.Scale(domain=[True, False], range=["circle", "cross"]),
                 legend=alt.Legend(title="参与拟合", labelExpr="datum.value ? '是' : '去掉'"),
             ),
-            tooltip=[alt.Tooltip("x:Q", format=","), alt.Tooltip("bpc:Q", title="bpc")],
+            tooltip=["size:N", "budget:N", alt.Tooltip("n:Q", format=","), "bpc:Q"],
         )
-    )
-    curve = (
+    )  # fmt: skip
+    curves = (
         alt.Chart(alt.InlineData(values=data["curves"]))
-        .transform_filter((alt.datum.group == group) & (alt.datum.out == out))
-        .mark_line(color="#1f77b4")
-        .encode(x=x, y=alt.Y("fit:Q", scale=alt.Scale(zero=False)))
+        .transform_filter(alt.datum.out == out)
+        .mark_line()
+        .encode(x=x, y=alt.Y("fit:Q", scale=alt.Scale(zero=False)), color=color)
+    )
+    minima = (
+        alt.Chart(alt.InlineData(values=data["minima"]))
+        .transform_filter(alt.datum.out == out)
+        .mark_point(shape="diamond", size=160, filled=True, stroke="black")
+        .encode(
+            x=x, y=y, color=color, tooltip=["budget:N", alt.Tooltip("n:Q", format=","), "bpc:Q"]
+        )
     )
     summary = (
         alt.Chart(alt.InlineData(values=data["fits"]))
-        .transform_filter((alt.datum.group == group) & (alt.datum.out == out))
+        .transform_filter(alt.datum.out == out)
         .transform_calculate(
-            line="'拟合 a·x^(−α) + c：α = ' + format(datum.alpha, '.2f') + '，c = '"
-            " + format(datum.c, '.2f') + '，残差的均方根 ' + format(datum.rmse, '.3f')"
+            line="'N* ∝ C^a：a = ' + format(datum.a, '.2f') + '；外推到 3 倍的最大预算：N* ≈ '"
+            " + format(datum.n_pred, ',.0f') + '，' + format(datum.loss_pred, '.2f') + ' 比特/字'"
         )
         .mark_text(align="left", fontSize=13, x=0)
         .encode(text="line:N")
         .properties(width=440, height=18)
     )
-    chart = alt.layer(points, curve).properties(width=440, height=260)
-    return finish(alt.vconcat(summary, chart), "幂律拟合：去掉一个点，指数变多少")
+    chart = alt.layer(points, curves, minima).properties(width=440, height=260)
+    return finish(alt.vconcat(summary, chart), "等计算量曲线：去掉一个尺寸，最好的尺寸变多少")
 
 
 def ablation_data() -> list[dict]:
