@@ -36,6 +36,7 @@ __all__ = [
     "Experiment",
     "BUDGETS",
     "ISOFLOP_SIZES",
+    "best_isoflop_runs",
     "experiment",
     "fit_isoflop",
     "fit_power_law",
@@ -114,11 +115,11 @@ def _experiments() -> list[Experiment]:
 
 
 # 等计算量实验的尺寸（名字是 d_model 与层数）。小模型的参数大半在词嵌入里（5,342 个字 × d_model），
-# 所以全部参数从 14 万到 149 万只差约 10 倍，非嵌入参数却差约 55 倍
+# 所以全部参数从 9 万到 149 万只差约 16 倍，非嵌入参数却差约 130 倍
 ISOFLOP_SIZES: dict[str, tuple[int, int, int]] = {
-    "d24L2": (24, 2, 2), "d32L2": (32, 2, 2), "d40L2": (40, 2, 2), "d48L2": (48, 2, 4),
-    "d64L2": (64, 2, 4), "d80L3": (80, 3, 4), "d96L4": (96, 4, 4), "d128L4": (128, 4, 4),
-    "d160L4": (160, 4, 4),
+    "d16L2": (16, 2, 2), "d24L2": (24, 2, 2), "d32L2": (32, 2, 2), "d40L2": (40, 2, 2),
+    "d48L2": (48, 2, 4), "d64L2": (64, 2, 4), "d80L3": (80, 3, 4), "d96L4": (96, 4, 4),
+    "d128L4": (128, 4, 4),
 }  # fmt: skip
 
 
@@ -127,13 +128,13 @@ def budget_label(flops: float) -> str:
     return f"{flops:.3g}".replace("e+", "e")
 
 
-BUDGETS = (1e12, 2.5e12, 6.25e12)  # 计算量预算 C（浮点运算次数），相邻两个差 2.5 倍
+BUDGETS = (1e12, 2e12, 4e12)  # 计算量预算 C（浮点运算次数），相邻两个差 2 倍
 MUON_LR = 0.02  # 等计算量实验：块里的矩阵用 Muon（配方表里最好的），其余用 AdamW（峰值 LR）
-ISOFLOP_SWEEP = (0.5, 1.0, 2.0)  # 最小的预算上扫的学习率倍数：两个峰值同乘它
+ISOFLOP_SWEEP = (1.0, 2.0, 4.0)  # 最小的预算上扫的学习率倍数：两个峰值同乘它
 # 更大的预算各跑五个尺寸：最好的尺寸随预算变大，窗口也跟着右移
 WINDOWS = (
-    ("d40L2", "d48L2", "d64L2", "d80L3", "d96L4"),
-    ("d64L2", "d80L3", "d96L4", "d128L4", "d160L4"),
+    ("d16L2", "d24L2", "d32L2", "d48L2", "d64L2"),
+    ("d24L2", "d32L2", "d40L2", "d48L2", "d64L2"),
 )
 # 扫出的学习率倍数：每个尺寸在最小的预算上最好的那个（测试核对它与随包的结果一致）
 TUNED: dict[str, float] = {size: 1.0 for size in ISOFLOP_SIZES}
@@ -313,27 +314,33 @@ def fit_power_law(
     return {"a": a, "alpha": alpha, "c": c, "rmse": math.sqrt(sse / len(x))}
 
 
-def isoflop_points(
-    rows: Sequence[dict], count: str = "params"
-) -> dict[float, list[tuple[int, float]]]:
-    """等计算量实验的点：每个预算一组 [(参数量, 验证集每字比特数)]，按参数量排好。
-
-    同一预算、同一尺寸跑过几个学习率时取最好的那个（学习率按尺寸调）；``count`` 是参数的数法：
-    ``"params"``（全部参数，Chinchilla）或 ``"non_embedding_params"``（不算嵌入，Kaplan）。
-    """
-    if count not in ("params", "non_embedding_params"):
-        raise ValueError(f"count must be 'params' or 'non_embedding_params', got {count!r}")
-    best: dict[tuple[float, int], dict] = {}
+def best_isoflop_runs(rows: Sequence[dict]) -> dict[float, list[dict]]:
+    """等计算量实验里每个预算、每个尺寸最好的那一次（学习率按尺寸调：同一尺寸跑过几个学习率时取验证集
+    每字比特数最低的），按全部参数排好：``{预算: [行, …]}``。外推的那一次（``iso-predict``）不算。"""
+    best: dict[tuple[float, int, int], dict] = {}
     for row in rows:
         if row["group"] != "isoflop" or row["name"].startswith("iso-predict"):
             continue
-        key = (row["flops"], row["d_model"] * 100 + row["num_layers"])  # 一个尺寸
+        key = (row["flops"], row["d_model"], row["num_layers"])
         if key not in best or row["valid_bpc"] < best[key]["valid_bpc"]:
             best[key] = row
-    points: dict[float, list[tuple[int, float]]] = {}
-    for (flops, _), row in sorted(best.items()):
-        points.setdefault(flops, []).append((row[count], row["valid_bpc"]))
-    return {flops: sorted(p) for flops, p in points.items()}
+    runs: dict[float, list[dict]] = {}
+    for (flops, _, _), row in sorted(best.items()):
+        runs.setdefault(flops, []).append(row)
+    return {flops: sorted(r, key=lambda row: row["params"]) for flops, r in runs.items()}
+
+
+def isoflop_points(
+    rows: Sequence[dict], count: str = "params"
+) -> dict[float, list[tuple[int, float]]]:
+    """:func:`best_isoflop_runs` 的点：每个预算一组 [(参数量, 验证集每字比特数)]。``count`` 是参数的数法：
+    ``"params"``（全部参数，Chinchilla）或 ``"non_embedding_params"``（不算嵌入，Kaplan）。"""
+    if count not in ("params", "non_embedding_params"):
+        raise ValueError(f"count must be 'params' or 'non_embedding_params', got {count!r}")
+    return {
+        flops: sorted((row[count], row["valid_bpc"]) for row in runs)
+        for flops, runs in best_isoflop_runs(rows).items()
+    }
 
 
 def _parabola(x: Sequence[float], y: Sequence[float]) -> list[float]:
@@ -356,7 +363,8 @@ def fit_isoflop(
 
     区间来自残差自助法：各预算抛物线的残差合在一起（按自由度放大），每次有放回地抽一份加回拟合值，
     整个拟合重做一遍；``resamples`` 次里取 2.5% 与 97.5% 分位（开口向下、没有最低点的那几次不算，
-    ``dropped`` 记它们的个数）。全用 Python 的 float，``random.Random(seed)`` 抽样，任何 CPU 上结果相同。
+    ``dropped`` 记它们的个数）。``observed_interval`` 是 *一次* 新的训练在 ``predict_at`` 上会落在哪里：
+    每次的外推值再加一个抽出的残差（种子噪声与拟合不上的部分都在残差里）。全用 Python 的 float，``random.Random(seed)`` 抽样，任何 CPU 上结果相同。
 
     返回 ``{"minima": [(C, N*, L*)], "parabolas": [(C, p0, p1, p2)], "a", "gamma", "n_pred",
     "loss_pred"}``，``resamples`` > 0 时还有每个量的 ``"<量>_interval"``（2.5%、97.5% 分位）和
@@ -401,7 +409,9 @@ def fit_isoflop(
             draws.append(laws(fake))
         except ValueError:  # 这一份数据的某条抛物线开口向下
             dropped += 1
-    for key in ("a", "gamma", "n_pred", "loss_pred"):
+    for draw in draws:
+        draw["observed"] = draw["loss_pred"] + scale_up * rng.choice(residuals)
+    for key in ("a", "gamma", "n_pred", "loss_pred", "observed"):
         values = sorted(d[key] for d in draws)
         fit[f"{key}_interval"] = (
             values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1]

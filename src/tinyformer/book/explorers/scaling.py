@@ -36,19 +36,23 @@ def scaling_data(samples: int = 30) -> dict[str, list[dict]]:
 
     数值保留 4 位有效数字。
     """
-    from ...poetry.scale import BUDGETS, ISOFLOP_SIZES, budget_label, fit_isoflop, load_results
+    from ...poetry.scale import (
+        BUDGETS,
+        ISOFLOP_SIZES,
+        best_isoflop_runs,
+        budget_label,
+        fit_isoflop,
+        load_results,
+    )
 
-    rows = [r for r in load_results()["runs"] if r["group"] == "isoflop"]
     sizes = list(ISOFLOP_SIZES)
-    best: dict[tuple[float, str], dict] = {}  # 每个预算、每个尺寸：最好的学习率那一次
-    for r in rows:
-        size = f"d{r['d_model']}L{r['num_layers']}"
-        if r["flops"] in BUDGETS and (
-            (r["flops"], size) not in best or r["valid_bpc"] < best[r["flops"], size]["valid_bpc"]
-        ):
-            best[r["flops"], size] = r
+    best = {  # (预算, 尺寸) → 最好的学习率那一次
+        (flops, f"d{r['d_model']}L{r['num_layers']}"): r
+        for flops, rows in best_isoflop_runs(load_results()["runs"]).items() if flops in BUDGETS
+        for r in rows
+    }  # fmt: skip
     data = {"points": [], "curves": [], "minima": [], "fits": []}
-    for (flops, size), r in sorted(best.items(), key=lambda kv: (kv[0][0], sizes.index(kv[0][1]))):
+    for (flops, size), r in best.items():
         data["points"].append(
             {"budget": budget_label(flops), "i": sizes.index(size) + 1, "size": size,
              "n": r["params"], "bpc": significant(r["valid_bpc"])}
