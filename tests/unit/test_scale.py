@@ -241,3 +241,25 @@ def test_scale_lab_writes_each_run_atomically_with_its_provenance(tmp_path, monk
     ]
     assert record["provenance"][-1]["command"] == "python -m tools.scale_lab --only data-800"
     assert sorted(tmp_path.iterdir()) == sorted([results, other])  # 没有留下临时文件
+
+
+def test_the_prediction_was_written_from_the_shipped_fit_before_its_run():
+    rows = scale.load_results()["runs"]
+    fit = scale.fit_isoflop(scale.isoflop_points(rows), predict_at=scale.PREDICTION.flops)
+    assert scale.PREDICTION.flops >= 3 * scale.BUDGETS[-1]  # 至少是最大预算的 3 倍
+    predicted = (fit["n_pred"], fit["loss_pred"], *fit["observed_interval"])
+    written = (scale.PREDICTED["n"], scale.PREDICTED["bpc"], *scale.PREDICTED["interval"])
+    assert written == pytest.approx(predicted, rel=1e-3)
+    params = {
+        f"d{r['d_model']}L{r['num_layers']}": r["params"] for r in rows if r["group"] == "isoflop"
+    }
+    size = min(
+        scale.ISOFLOP_SIZES, key=lambda s: abs(math.log(params[s] / fit["n_pred"]))
+    )  # 最近的尺寸
+    p = scale.PREDICTION
+    assert (p.d_model, p.num_layers, p.num_heads) == scale.ISOFLOP_SIZES[size]
+    assert (p.lr, p.muon_lr) == (scale.LR * scale.TUNED[size], scale.MUON_LR * scale.TUNED[size])
+    invocation = next(
+        i for i in scale.load_results()["provenance"] if scale.PREDICTION.name in i["runs"]
+    )
+    assert invocation["runs"] == [scale.PREDICTION.name]  # 单独跑的，在写下预测的提交上

@@ -137,7 +137,10 @@ WINDOWS = (
     ("d24L2", "d32L2", "d40L2", "d48L2", "d64L2"),
 )
 # 扫出的学习率倍数：每个尺寸在最小的预算上最好的那个（测试核对它与随包的结果一致）
-TUNED: dict[str, float] = {size: 1.0 for size in ISOFLOP_SIZES}
+TUNED: dict[str, float] = {
+    "d16L2": 1.0, "d24L2": 2.0, "d32L2": 2.0, "d40L2": 1.0, "d48L2": 4.0, "d64L2": 2.0,
+    "d80L3": 2.0, "d96L4": 1.0, "d128L4": 1.0,
+}  # fmt: skip
 
 
 # 配方表的行：(设置, 种子)。每种优化器扫三个峰值学习率（种子 0）；AdamW 的 3e-3 与 Muon 的 0.02 再跑
