@@ -36,6 +36,8 @@ __all__ = [
     "Experiment",
     "BUDGETS",
     "ISOFLOP_SIZES",
+    "PREDICTED",
+    "PREDICTION",
     "best_isoflop_runs",
     "experiment",
     "fit_isoflop",
@@ -111,6 +113,7 @@ def _experiments() -> list[Experiment]:
                            batch_size=32, lr=LR * TUNED[size], muon_lr=MUON_LR * TUNED[size],
                            flops=budget)
             )  # fmt: skip
+    runs.append(PREDICTION)
     return runs
 
 
@@ -141,6 +144,15 @@ TUNED: dict[str, float] = {
     "d16L2": 4.0, "d24L2": 2.0, "d32L2": 2.0, "d40L2": 4.0, "d48L2": 4.0, "d64L2": 2.0,
     "d80L3": 2.0, "d96L4": 2.0, "d128L4": 2.0,
 }  # fmt: skip
+
+
+# 外推：三个预算的拟合（fit_isoflop）预测最大预算 3 倍处计算最优的尺寸与损失。训练之前把离 N* 最近的
+# 尺寸和预测值写在这里、提交，然后才用 ``--only iso-predict`` 训练它（来历里的 git 提交就是写下预测的那一个）
+PREDICTED = {"n": 1035725.1, "bpc": 6.7054, "interval": (6.3518, 6.7835)}  # N*、每字比特数、一次训练的 95% 区间
+PREDICTION = Experiment(
+    "iso-predict", "isoflop", *ISOFLOP_SIZES["d96L4"], batch_size=32, lr=LR * TUNED["d96L4"],
+    muon_lr=MUON_LR * TUNED["d96L4"], flops=3 * BUDGETS[-1],
+)  # fmt: skip
 
 
 # 配方表的行：(设置, 种子)。每种优化器扫三个峰值学习率（种子 0）；AdamW 的 3e-3 与 Muon 的 0.02 再跑
