@@ -360,14 +360,20 @@ def test_scaling_explorer_refits_without_each_size_and_embeds_its_data():
         dropped = sizes[fit["out"] - 1] if fit["out"] else None
         kept = [r for r in rows if f"d{r['d_model']}L{r['num_layers']}" != dropped]
         points = {c: p for c, p in scale.isoflop_points(kept).items() if c in scale.BUDGETS}
-        expected = scale.fit_isoflop(points, predict_at=3 * scale.BUDGETS[-1], resamples=0)
+        try:
+            expected = scale.fit_isoflop(points, predict_at=3 * scale.BUDGETS[-1], resamples=0)
+        except ValueError:  # 去掉它之后有一条抛物线开口向下：图上说出来，不画曲线
+            assert fit["a"] is None and "开口向下" in fit["line"]
+            assert not [r for r in data["curves"] if r["out"] == fit["out"]]
+            continue
         assert fit["a"] == pytest.approx(expected["a"], abs=1e-2)
-        assert fit["loss_pred"] == pytest.approx(expected["loss_pred"], abs=1e-2)
+        assert f"{expected['loss_pred']:.2f} 比特/字" in fit["line"]
     every = [(p["budget"], p["n"], p["bpc"]) for p in data["points"]]
     best = scale.isoflop_points(rows)
     assert every == [(scale.budget_label(c), n, pytest.approx(v, abs=1e-3))
                      for c in scale.BUDGETS for n, v in best[c]]  # fmt: skip
-    assert len(data["curves"]) == 5 * len(scale.BUDGETS) * len(data["fits"])
+    fitted = [f for f in data["fits"] if f["a"] is not None]
+    assert len(data["curves"]) == 5 * len(scale.BUDGETS) * len(fitted) and len(fitted) >= 5
     chart = explorers.scaling_explorer()
     tables = explorers.chart_datasets(chart)
     assert sorted(map(len, tables)) == sorted(len(v) for v in explorers.scaling_data().values())

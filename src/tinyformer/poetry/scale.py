@@ -148,7 +148,11 @@ TUNED: dict[str, float] = {
 
 # 外推：三个预算的拟合（fit_isoflop）预测最大预算 3 倍处计算最优的尺寸与损失。训练之前把离 N* 最近的
 # 尺寸和预测值写在这里、提交，然后才用 ``--only iso-predict`` 训练它（来历里的 git 提交就是写下预测的那一个）
-PREDICTED = {"n": 1035725.1, "bpc": 6.7054, "interval": (6.3518, 6.7835)}  # N*、每字比特数、一次训练的 95% 区间
+PREDICTED = {
+    "n": 1035725.1,
+    "bpc": 6.7054,
+    "interval": (6.3518, 6.7835),
+}  # N*、每字比特数、一次训练的 95% 区间
 PREDICTION = Experiment(
     "iso-predict", "isoflop", *ISOFLOP_SIZES["d96L4"], batch_size=32, lr=LR * TUNED["d96L4"],
     muon_lr=MUON_LR * TUNED["d96L4"], flops=3 * BUDGETS[-1],

@@ -32,7 +32,8 @@ def scaling_data(samples: int = 30) -> dict[str, list[dict]]:
     - ``points``：``budget``（预算的名字）、``i``（第几个尺寸，从 1 数）、``size``、``n``（全部参数）、``bpc``；
     - ``curves``：``budget``、``out``、``n``、``fit``：每个预算的抛物线上 ``samples`` 个点；
     - ``minima``：``budget``、``out``、``n``、``bpc``：抛物线的最低点；
-    - ``fits``：``out``、``a``（N* ∝ Cᵃ 的指数）、``n_pred``、``loss_pred``（外推到最大预算的 3 倍）。
+    - ``fits``：``out``、``a``（N* ∝ Cᵃ 的指数；去掉之后有抛物线开口向下时是 ``None``）、``line``（图上那一行字：
+      指数与外推到最大预算 3 倍处的 N* 和损失）。
 
     数值保留 4 位有效数字。
     """
@@ -63,10 +64,17 @@ def scaling_data(samples: int = 30) -> dict[str, list[dict]]:
                       if c2 == c and size != (sizes[out - 1] if out else None))
             for c in BUDGETS
         }  # fmt: skip
-        fit = fit_isoflop(points, predict_at=3 * BUDGETS[-1], resamples=0)
+        try:
+            fit = fit_isoflop(points, predict_at=3 * BUDGETS[-1], resamples=0)
+        except ValueError:  # 去掉这个尺寸之后，某条抛物线开口向下：没有最低点，也就没有拟合
+            data["fits"].append(
+                {"out": out, "a": None, "line": f"去掉 {sizes[out - 1]} 之后有一条抛物线开口向下，没有最低点"}
+            )  # fmt: skip
+            continue
         data["fits"].append(
-            {"out": out, "a": significant(fit["a"], 3), "n_pred": significant(fit["n_pred"], 3),
-             "loss_pred": significant(fit["loss_pred"], 4)}
+            {"out": out, "a": significant(fit["a"], 3),
+             "line": f"N* ∝ C^a：a = {fit['a']:.2f}；外推到 3 倍的最大预算：N* ≈ {fit['n_pred']:,.0f}，"
+                     f"{fit['loss_pred']:.2f} 比特/字"}
         )  # fmt: skip
         for (c, p0, p1, p2), (_, n_best, loss_best) in zip(
             fit["parabolas"], fit["minima"], strict=True
@@ -126,10 +134,6 @@ def scaling_explorer() -> alt.VConcatChart:
     summary = (
         alt.Chart(alt.InlineData(values=data["fits"]))
         .transform_filter(alt.datum.out == out)
-        .transform_calculate(
-            line="'N* ∝ C^a：a = ' + format(datum.a, '.2f') + '；外推到 3 倍的最大预算：N* ≈ '"
-            " + format(datum.n_pred, ',.0f') + '，' + format(datum.loss_pred, '.2f') + ' 比特/字'"
-        )
         .mark_text(align="left", fontSize=13, x=0)
         .encode(text="line:N")
         .properties(width=440, height=18)
