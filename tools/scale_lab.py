@@ -1,10 +1,13 @@
 """运行规模实验，把结果随包发布（见 ``tinyformer.poetry.scale``）。
 
-    .venv/bin/python -m tools.scale_lab                     # 全部实验（单线程合计约 95 分钟，其中 --group recipe 约 75 分钟）
-    .venv/bin/python -m tools.scale_lab --group ablation    # 只跑一组：size、data、ablation 或 recipe
+    .venv/bin/python -m tools.scale_lab                     # 全部实验（单线程合计约 170 分钟）
+    .venv/bin/python -m tools.scale_lab --group isoflop     # 只跑一组：isoflop（约 81 分钟）、recipe（约 75）、
+                                                            # ablation（约 12）或 data（约 3）
     .venv/bin/python -m tools.scale_lab --device cuda       # 有 GPU 时
 
-两个进程同时跑（多核时省时间）：各自 ``--results`` 写一个文件，再 ``--merge`` 进随包的结果::
+等计算量组的外推 ``iso-predict`` 要等另外几个预算跑完、拟合、把预测写进 ``scale.PREDICTED`` 之后再跑
+（``--only iso-predict``）。两个进程同时跑（多核时省时间）：各自 ``--results`` 写一个文件，再 ``--merge``
+进随包的结果::
 
     .venv/bin/python -m tools.scale_lab --group ablation --seed 0 --results /tmp/a.json &
     .venv/bin/python -m tools.scale_lab --group ablation --seed 1 --results /tmp/b.json

@@ -29,7 +29,7 @@ NOT_COMPUTED = {
         "0.06": "正文说“始终不到 0.06”，图里是最小距离",
     },
     "ch07_encoder_decoder": {"15%": "BERT 论文的掩码比例"},
-    "ch11_scale_modern": {"0.34": "Chinchilla 论文拟合的指数"},
+    "ch11_scale_modern": {"0.73": "Kaplan 等人的 N* ∝ C^a 指数（Pearce 与 Song 2024 的摘要）"},
 }
 
 

@@ -1,14 +1,18 @@
-"""规模实验：损失随参数量、随数据量怎样变，以及 2017 年之后的块一次改一处（“规模与 2017 年之后的改进”一章讲解）。
+"""规模实验：计算量一定时模型该多大（等计算量曲线）、损失随数据量怎样变，以及 2017 年之后的块一次改一处
+（“规模与 2017 年之后的改进”一章讲解）。
 
-每个实验是一条 :class:`Experiment`：模型尺寸、训练集取前多少首、步数、批、学习率、种子，以及交给
-:class:`~tinyformer.GPTConfig` 的其余选项（RMSNorm、RoPE……）。:func:`run` 用“只有解码器”一章的
-:func:`~tinyformer.poetry.training.make_model`、:func:`~tinyformer.poetry.training.train`、
-:func:`~tinyformer.poetry.training.evaluate` 训练并评估它；量度是验证集前 :data:`EVAL_POEMS` 首诗上的
-每字比特数，字表总是整个训练集的字表（与“只有解码器”一章相同），所以各行可以直接比较。
+每个实验是一条 :class:`Experiment`：模型尺寸、训练集取前多少首、步数（或计算量预算 ``flops``，步数由
+C = 6·N·D 算出）、批、学习率、种子，以及交给 :class:`~tinyformer.GPTConfig` 的其余选项（RMSNorm、RoPE……）。
+:func:`run` 用“只有解码器”一章的 :func:`~tinyformer.poetry.training.make_model`、
+:func:`~tinyformer.poetry.training.train`、:func:`~tinyformer.poetry.training.evaluate` 训练并评估它；
+量度是验证集前 :data:`EVAL_POEMS` 首诗上的每字比特数，字表总是整个训练集的字表（与“只有解码器”一章相同），
+所以各行可以直接比较。:func:`fit_isoflop` 是 Hoffmann 等人的方法二（每个预算一条抛物线、最低点连成直线、
+残差自助法的区间），:func:`fit_power_law` 拟合带下限的幂律。
 
 :data:`EXPERIMENTS` 是全部记下的实验；``python -m tools.scale_lab`` 逐个运行它们，结果连同来历写进
-``data/scale_lab.json``（:func:`load_results` 读它）。这台 2 核机器上单线程全部约 95 分钟（其中配方组约 75 分钟），所以模型很小、训练很短：
-这里量的是 **小** 模型的规律，不是大模型的。
+``data/scale_lab.json``（:func:`load_results` 读它）。这台 2 核机器上单线程：等计算量组约 81 分钟，
+配方组约 75 分钟，消融组约 12 分钟，数据量组约 3 分钟。模型很小、训练很短：这里量的是 **小** 模型的规律，
+不是大模型的。
 """
 
 from __future__ import annotations
