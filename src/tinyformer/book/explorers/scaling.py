@@ -100,7 +100,9 @@ def scaling_explorer() -> alt.VConcatChart:
     data = scaling_data()
     names = ["不去掉", *ISOFLOP_SIZES]
     out = control("out", 0, "去掉一个尺寸", "select", list(range(len(names))), labels=names)
-    x = alt.X("n:Q", scale=alt.Scale(type="log"), title="全部参数 N（对数坐标）")
+    sizes = [p["n"] for p in data["points"]]
+    domain = [min(sizes) / 1.2, max(sizes) * 1.2]  # 固定的横轴：去掉一个尺寸时不跳
+    x = alt.X("n:Q", scale=alt.Scale(type="log", domain=domain), title="全部参数 N（对数坐标）")
     y = alt.Y("bpc:Q", scale=alt.Scale(zero=False), title="验证集每字比特数")
     color = alt.Color("budget:N", title="预算 C（次浮点运算）", sort=None)
     points = (
@@ -120,13 +122,13 @@ def scaling_explorer() -> alt.VConcatChart:
     curves = (
         alt.Chart(alt.InlineData(values=data["curves"]))
         .transform_filter(alt.datum.out == out)
-        .mark_line()
+        .mark_line(clip=True)
         .encode(x=x, y=alt.Y("fit:Q", scale=alt.Scale(zero=False)), color=color)
     )
     minima = (
         alt.Chart(alt.InlineData(values=data["minima"]))
         .transform_filter(alt.datum.out == out)
-        .mark_point(shape="diamond", size=160, filled=True, stroke="black")
+        .mark_point(shape="diamond", size=160, filled=True, stroke="black", clip=True)
         .encode(
             x=x, y=y, color=color, tooltip=["budget:N", alt.Tooltip("n:Q", format=","), "bpc:Q"]
         )
