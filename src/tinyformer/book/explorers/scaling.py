@@ -23,7 +23,7 @@ ROW_LABELS = {
 }
 
 
-def scaling_data(samples: int = 30) -> dict[str, list[dict]]:
+def scaling_data(samples: int = 8) -> dict[str, list[dict]]:
     """等计算量实验去掉第 ``out`` 个尺寸（0 = 不去掉；每个预算里有它就去掉）之后重做的拟合
     （:func:`~tinyformer.poetry.scale.fit_isoflop`，不做自助法）。
 
