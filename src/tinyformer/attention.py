@@ -39,6 +39,7 @@ from ._checks import (
     checked,
 )
 from .cache import KVCache
+from .normalization import RMSNorm
 from .positional import RotaryEmbedding
 
 
@@ -159,6 +160,9 @@ class MultiHeadAttention(nn.Module):
       :math:`1 - H_{kv}/H` 的缓存内存——这正是它的用处。
     - **RoPE**：给了 ``rope``（:class:`~tinyformer.RotaryEmbedding`）时，投影、分头之后把每个头的
       q、k 按位置旋转（v 不转）；有缓存时新词元的位置从缓存长度接着数。只用于自注意力。
+    - **QK-norm**（Dehghani 等 2023）：``qk_norm=True`` 时分头之后（旋转之前）每个头的 q、k 各过一个
+      D 维的 :class:`~tinyformer.RMSNorm`（各头共用增益），分数 :math:`q \cdot k / \sqrt{D}` 就不会随权重
+      变大而无界地变大，softmax 不会过早饱和。
 
     参数:
         d_model: 模型维数 C，须能被 num_heads 整除。
@@ -167,6 +171,7 @@ class MultiHeadAttention(nn.Module):
         bias: 四个线性层是否带偏置（默认 ``True``）。
         num_kv_heads: K、V 的头数 :math:`H_{kv}`（默认 ``None``，即 H），须整除 H。
         rope: :class:`~tinyformer.RotaryEmbedding`，其 ``head_dim`` 须等于 D = C / H（默认 ``None``，不旋转）。
+        qk_norm: q、k 是否各过一个 RMSNorm（默认 ``False``）。
 
     形状:
         - query: (B, T, C)，key: (B, S, C)，value: (B, S, C)
@@ -191,6 +196,7 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         num_kv_heads: int | None = None,
         rope: RotaryEmbedding | None = None,
+        qk_norm: bool = False,
     ):
         super().__init__()
         check_positive_int("d_model", d_model)
@@ -198,6 +204,7 @@ class MultiHeadAttention(nn.Module):
         check_divisible("d_model", d_model, "num_heads", num_heads)
         check_dropout("dropout", dropout)
         check_bool("bias", bias)
+        check_bool("qk_norm", qk_norm)
         if num_kv_heads is None:
             num_kv_heads = num_heads
         check_positive_int("num_kv_heads", num_kv_heads)
@@ -219,6 +226,9 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, kv_dim, bias=bias)  # W^V，H_kv 个头
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
         self.rope = rope
+        # QK-norm：每个头的 q、k 在 D 维上归一化（所有头共用一组增益）；不用时没有这两个模块
+        self.q_norm = RMSNorm(self.head_dim) if qk_norm else None
+        self.k_norm = RMSNorm(self.head_dim) if qk_norm else None
 
     def forward(
         self,
@@ -301,6 +311,8 @@ class MultiHeadAttention(nn.Module):
             else:
                 (k,) = self._project_heads(key, self.k_proj)
                 (v,) = self._project_heads(value, self.v_proj)
+        if self.q_norm is not None:  # (B, H, T, D)、(B, H_kv, S, D)：每个头的 D 维各自归一化
+            q, k = self.q_norm(q), self.k_norm(k)
         if self.rope is not None:  # (B, H, T, D)、(B, H_kv, S, D)：形状不变，每对维度转 pos·ω_i
             q, k = self.rope(q, start), self.rope(k, start)
         return q, k, v
@@ -343,6 +355,8 @@ class MultiHeadAttention(nn.Module):
                     f"{query.shape[0]}; use cache.reorder(indices) to change the batch"
                 )
             (q,) = self._project_heads(query, self.q_proj)  # (B, H, T, D)
+            if self.q_norm is not None:
+                q = self.q_norm(q)
             return (q, *cached)  # K、V: (B, H_kv, S, D)
         # 新词元的位置从已缓存的长度接着数（RoPE 要用它）
         q, k, v = self._project(query, key, value, start=cache.length(self))

@@ -8,7 +8,7 @@ r"""GPT 的块：因果自注意力 + 前馈网络，各带残差与归一化（
         x = x + \mathrm{FFN}(\mathrm{LN_2}(x))
 
 编码器层只有论文的层；“2017 年之后”的选项都在这里，每个是一个参数，默认即论文/GPT-2 的做法：
-RMSNorm、SwiGLU、不要偏置、分组查询注意力（GQA/MQA）、RoPE。
+RMSNorm、SwiGLU、不要偏置、分组查询注意力（GQA/MQA）、RoPE、QK-norm。
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ class GPTBlock(nn.Module):
         num_kv_heads: 自注意力的 K、V 头数（默认 ``None``，即 num_heads），见
             :class:`~tinyformer.MultiHeadAttention`。
         rope: :class:`~tinyformer.RotaryEmbedding`，自注意力的 q、k 按位置旋转（默认 ``None``）。
+        qk_norm: 自注意力的 q、k 是否各过一个 RMSNorm（默认 ``False``），见
+            :class:`~tinyformer.MultiHeadAttention`。
 
     例子::
 
@@ -68,6 +70,7 @@ class GPTBlock(nn.Module):
         bias: bool = True,
         num_kv_heads: int | None = None,
         rope: RotaryEmbedding | None = None,
+        qk_norm: bool = False,
     ):
         super().__init__()
         check_bool("norm_first", norm_first)
@@ -75,7 +78,13 @@ class GPTBlock(nn.Module):
         self.d_model = d_model
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(
-            d_model, num_heads, dropout, bias=bias, num_kv_heads=num_kv_heads, rope=rope
+            d_model,
+            num_heads,
+            dropout,
+            bias=bias,
+            num_kv_heads=num_kv_heads,
+            rope=rope,
+            qk_norm=qk_norm,
         )
         if ffn == "swiglu":
             self.ffn = SwiGLU(d_model, d_ff, dropout, bias=bias)

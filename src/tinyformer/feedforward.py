@@ -23,7 +23,7 @@ from ._checks import (
     checked,
 )
 
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "relu2")
 
 
 class NewGELU(nn.Module):
@@ -49,10 +49,26 @@ class NewGELU(nn.Module):
         return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
+class ReLUSquared(nn.Module):
+    r"""ReLU²：:math:`\max(0, x)^2`（So 等人 2021 的 Primer；modded-nanogpt 的 GPT 用它）。
+
+    例子::
+
+        >>> import torch
+        >>> ReLUSquared()(torch.tensor([-1.0, 0.5, 2.0]))
+        tensor([0.0000, 0.2500, 4.0000])
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x).square()
+
+
 def _make_activation(activation: str) -> nn.Module:
     check_choice("activation", activation, ACTIVATIONS)
     if activation == "relu":
         return nn.ReLU()
+    if activation == "relu2":
+        return ReLUSquared()
     if activation == "gelu":
         return nn.GELU()  # 精确的 GELU：x·Φ(x)，Φ 用 erf 计算
     return NewGELU()
@@ -72,8 +88,8 @@ class PositionWiseFFN(nn.Module):
         d_model: 输入输出维数 C。
         d_ff: 隐藏层维数（论文取 2048 = 4·512）。
         dropout: 激活之后的丢弃概率（默认 0.0）。
-        activation: ``"relu"``（默认，论文）、``"gelu"``（精确，erf）或
-            ``"gelu_tanh"``（GPT-2 的 :class:`NewGELU`）。
+        activation: ``"relu"``（默认，论文）、``"gelu"``（精确，erf）、
+            ``"gelu_tanh"``（GPT-2 的 :class:`NewGELU`）或 ``"relu2"``（:class:`ReLUSquared`）。
         bias: 两个线性层是否带偏置 :math:`b_1, b_2`（默认 ``True``）。
 
     属性:

@@ -105,7 +105,8 @@ class GPTConfig:
         d_ff: 前馈网络隐藏层维数（默认 ``None``：``ffn="mlp"`` 时 4·d_model；``ffn="swiglu"`` 时
             round(2/3·4·d_model)，见 :func:`~tinyformer.feedforward.swiglu_hidden_size`，参数量与前者相当）。
         dropout: 丢弃概率（默认 0.0）。
-        activation: 默认 ``"gelu_tanh"``（GPT-2 的 NewGELU），也可以是 ``"relu"``、``"gelu"``；
+        activation: 默认 ``"gelu_tanh"``（GPT-2 的 NewGELU），也可以是 ``"relu"``、``"gelu"``、
+            ``"relu2"``（ReLU²，:class:`~tinyformer.feedforward.ReLUSquared`）；
             只用于 ``ffn="mlp"``。
         norm_first: 默认 ``True``（pre-LN，GPT-2）。
         tie_output: 输出层是否与词嵌入共享权重（默认 ``True``）。与
@@ -125,6 +126,8 @@ class GPTConfig:
         num_kv_heads: K、V 的头数（默认 ``None``，即 num_heads）：小于 num_heads 是分组查询注意力
             （GQA，Ainslie 等 2023），1 是多查询注意力（MQA）；须整除 num_heads。键/值缓存按它的比例变小。
         bias: 线性层和 LayerNorm 是否带偏置（默认 ``True``；``False`` 时模型里没有一个偏置参数，同 LLaMA）。
+        qk_norm: 默认 ``False``；``True`` 时每层注意力把每个头的 q、k 各过一个 RMSNorm 再算分数
+            （QK-norm，Dehghani 等 2023；OLMo 2、modded-nanogpt 用它），见 :class:`~tinyformer.MultiHeadAttention`。
 
     例子::
 
@@ -155,6 +158,7 @@ class GPTConfig:
     ffn: str = "mlp"
     num_kv_heads: int | None = None
     bias: bool = True
+    qk_norm: bool = False
 
     def __post_init__(self):
         for name in ("vocab_size", "max_len", "d_model", "num_heads", "num_layers"):
@@ -170,6 +174,7 @@ class GPTConfig:
         check_choice("activation", self.activation, ACTIVATIONS)
         check_bool("norm_first", self.norm_first)
         check_bool("tie_output", self.tie_output)
+        check_bool("qk_norm", self.qk_norm)
         check_choice("norm", self.norm, NORMS)
         check_choice("position", self.position, POSITIONS)
         check_choice("rope_layout", self.rope_layout, ROPE_LAYOUTS)
@@ -265,6 +270,7 @@ class GPT(nn.Module):
                     bias=c.bias,
                     num_kv_heads=c.num_kv_heads,
                     rope=rope,
+                    qk_norm=c.qk_norm,
                 )
                 for _ in range(c.num_layers)
             ]

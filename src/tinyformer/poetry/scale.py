@@ -30,10 +30,11 @@ import torch
 from torch import nn
 
 from .corpus import Vocab, load_split
-from .training import make_model, train
+from .training import make_batch, make_model, train
 
 __all__ = [
     "ABLATIONS",
+    "ABLATION_TUNED",
     "EVAL_POEMS",
     "RECIPES",
     "EXPERIMENTS",
@@ -51,6 +52,7 @@ __all__ = [
     "non_embedding_params",
     "run",
     "SEEDS",
+    "top1_accuracy",
 ]
 
 EVAL_POEMS = 200  # 验证集的前 200 首（约 9,000 个预测）：评估一次不到 1 秒
@@ -82,6 +84,7 @@ class Experiment:
     warmup: int = WARMUP
     muon_lr: float | None = None  # 给出时块里的矩阵用 Muon（见 tinyformer.optim）
     flops: float | None = None  # 给出时按 C = 6·N·D 定步数（N 数全部参数），预热取步数的 10%
+    schedule: str = "cosine"  # 学习率曲线：预热 + 余弦，或 "wsd"（见 training.lr_at）
 
 
 def _experiments() -> list[Experiment]:
@@ -90,10 +93,13 @@ def _experiments() -> list[Experiment]:
     # 每 25 步评估一次，取验证集上最好的一次（提前停止，Kaplan 等人的 L(D) 也这样量）
     for n in (200, 400, 800, 1600, 3200):
         runs.append(Experiment(f"data-{n}", "data", train_poems=n, eval_every=25))
-    # 消融：d_model 64、2 层，同样的步数与批，一次改一处，每行两个种子
-    for row, options in ABLATIONS.items():
-        for seed in SEEDS:
-            runs.append(Experiment(f"{row}-s{seed}", "ablation", seed=seed, options=options))
+    # 消融：等计算量组里 1e12 的 d64L2（已比二元模型好），一次改一处。每行先在种子 0 上扫三个学习率倍数
+    # （AdamW 与 Muon 的峰值同乘），扫出的那个（ABLATION_TUNED）再跑种子 1、2
+    for row, changes in ABLATIONS.items():
+        for times in ISOFLOP_SWEEP:
+            runs.append(_ablation(row, changes, times, seed=0))
+        for seed in SEEDS[1:]:
+            runs.append(_ablation(row, changes, ABLATION_TUNED[row], seed=seed))
     # 配方：随包发布的尺寸（d_model 128，4 层），600 步 × 64 首（约 1.2 轮），只换优化器与学习率
     for row, (settings, seeds) in RECIPES.items():
         for seed in seeds:
@@ -174,21 +180,51 @@ RECIPES: dict[str, tuple[dict, tuple[int, ...]]] = {
     "muon-0.02": ({"muon_lr": 0.02}, (0, 1, 2)),
     "muon-0.05": ({"muon_lr": 0.05}, (0,)),
 }
-SEEDS = (0, 1)
-# 消融表的行：交给 GPTConfig 的选项。SwiGLU 的隐藏层默认是 round(2/3·4·d_model)，参数量与 4·d_model 的
-# 两层前馈网络相当；GQA 让 4 个查询头共用 2 组 K、V
+SEEDS = (0, 1, 2)
+# 消融表的行：与基线（ABLATION_BASE）不同的那一处——交给 GPTConfig 的选项（"options"），或 Experiment
+# 的字段（学习率曲线、尺寸）。SwiGLU 的隐藏层默认是 round(2/3·4·d_model)，参数量与 4·d_model 的两层前馈
+# 网络相当；GQA 让 4 个查询头共用 2 组 K、V；深、宽两行的非嵌入参数与基线相近（约 11 万对 10 万）
+ABLATION_BASE = ("d64L2", BUDGETS[0])
 ABLATIONS: dict[str, dict] = {
     "gpt2": {},
-    "rmsnorm": {"norm": "rmsnorm"},
-    "rope": {"position": "rope"},
-    "swiglu": {"ffn": "swiglu"},
-    "gqa": {"num_kv_heads": 2},
-    "no-bias": {"bias": False},
-    "nope": {"position": "none"},
-    "llama": {
+    "rmsnorm": {"options": {"norm": "rmsnorm"}},
+    "rope": {"options": {"position": "rope"}},
+    "nope": {"options": {"position": "none"}},
+    "swiglu": {"options": {"ffn": "swiglu"}},
+    "relu2": {"options": {"activation": "relu2"}},
+    "qk-norm": {"options": {"qk_norm": True}},
+    "gqa": {"options": {"num_kv_heads": 2}},
+    "no-bias": {"options": {"bias": False}},
+    "untied": {"options": {"tie_output": False}},
+    "dropout": {"options": {"dropout": 0.1}},
+    "wsd": {"schedule": "wsd"},
+    "deep": {"d_model": 48, "num_layers": 4},
+    "wide": {"d_model": 96, "num_layers": 1},
+    "llama": {"options": {
         "norm": "rmsnorm", "position": "rope", "ffn": "swiglu", "num_kv_heads": 2, "bias": False
-    },
+    }},
 }  # fmt: skip
+# 扫出的学习率倍数：每行种子 0 上最好的那个（测试核对它与随包的结果一致）
+ABLATION_TUNED: dict[str, float] = {row: 2.0 for row in ABLATIONS}
+
+
+def _ablation(row: str, changes: dict, times: float, seed: int) -> Experiment:
+    """消融表的一次训练：基线（d64L2，4 个头，批 32，1e12 次浮点运算）改 ``changes`` 一处。
+
+    不绑定输出层的一行多出一张 V × C 的输入表，它只查表、不做乘法；按 C = 6·N·D 定步数会白白少走
+    一半的步，所以这一行走基线的步数（同样的乘法次数），不按预算算。"""
+    size, budget = ABLATION_BASE
+    d, layers, heads = ISOFLOP_SIZES[size]
+    settings = {"d_model": d, "num_layers": layers, "flops": budget, **changes}
+    if row == "untied":
+        settings.update(flops=None, steps=ABLATION_STEPS, warmup=ABLATION_STEPS // 10,
+                        eval_every=ABLATION_STEPS)  # fmt: skip
+    return Experiment(f"abl-{row}-x{times:g}-s{seed}", "ablation", num_heads=heads,
+                      batch_size=32, lr=LR * times, muon_lr=MUON_LR * times, seed=seed,
+                      **settings)  # fmt: skip
+
+
+ABLATION_STEPS = 257  # 基线在 1e12 上由 C = 6·N·D 算出的步数（iso-1e12-d64L2 的记录）
 
 
 EXPERIMENTS: list[Experiment] = _experiments()
@@ -240,7 +276,7 @@ def run(
     result = train(
         model, vocab, poems, valid, steps=steps, seed=exp.seed, batch_size=exp.batch_size,
         lr=exp.lr, warmup=warmup, log_every=eval_every, eval_every=eval_every,
-        progress=progress, muon_lr=exp.muon_lr,
+        progress=progress, muon_lr=exp.muon_lr, schedule=exp.schedule,
     )  # fmt: skip
     curve = [[row["step"], round(row["valid_bpc"], 4)] for row in result.valid]
     best = min(curve, key=lambda row: row[1])
@@ -258,11 +294,41 @@ def run(
         "best_valid_bpc": best[1],
         "best_step": best[0],
         "curve": curve,
+        **top1_accuracy(model, valid, vocab),
         "seconds": round(time.perf_counter() - started, 1),
         "train_seconds": round(result.seconds, 1),
         "threads": torch.get_num_threads(),
         "device": device,
     }
+
+
+EXACT_LENGTHS = (1, 2, 3, 5, 7)  # “整段全对”的段长 L（字）
+
+
+@torch.no_grad()
+def top1_accuracy(model: nn.Module, poems: Sequence[str], vocab: Vocab) -> dict:
+    """教师强制下逐字的 top-1 准确率 a，与“连续 L 个字全猜对”的比例（每首诗里每个长 L 的窗口算一次）。
+
+    返回 ``{"valid_top1": a, "valid_exact": {L: 比例}}``；L 取 :data:`EXACT_LENGTHS`，L = 1 时就是 a。
+    Schaeffer 等人（2023）：各字独立时整段全对约是 a^L——平滑的 a 放进指数，看起来就会“突然出现”。
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    right, total = 0, 0
+    windows = {n: [0, 0] for n in EXACT_LENGTHS}  # L -> [全对的窗口数, 窗口数]
+    for i in range(0, len(poems), 20):  # 每批 20 首，内存同 training.evaluate
+        x, y = make_batch(poems[i : i + 20], vocab)
+        hit = (model(x.to(device)).argmax(-1) == y.to(device)).cpu()  # (B, T, V) -> (B, T)
+        for row, target in zip(hit.tolist(), y.tolist(), strict=True):
+            n = sum(t != vocab.pad_id for t in target)  # 这首诗的预测数（字符 + <eos>）
+            right, total = right + sum(row[:n]), total + n
+            for length, counts in windows.items():
+                runs = [all(row[j : j + length]) for j in range(n - length + 1)]
+                counts[0], counts[1] = counts[0] + sum(runs), counts[1] + len(runs)
+    model.train(was_training)
+    exact = {str(n): round(ok / count, 5) for n, (ok, count) in windows.items()}
+    return {"valid_top1": round(right / total, 5), "valid_exact": exact}
 
 
 def load_results() -> dict:

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._checks import check_positive_int
+from .._checks import check_choice, check_positive_int
 from .._random import seeded
 from ..gpt import GPT, GPTConfig
 from ..optim import AdamW, Muon
@@ -36,6 +36,7 @@ __all__ = [
     "batches",
     "evaluate",
     "lr_at",
+    "SCHEDULES",
     "make_batch",
     "make_model",
     "setup_distributed",
@@ -128,16 +129,38 @@ def evaluate(model: nn.Module, poems: Sequence[str], vocab: Vocab, batch_size: i
     return nll / count / math.log(2)
 
 
-def lr_at(step: int, steps: int, lr: float, warmup: int, floor: float = 0.1) -> float:
-    """第 ``step`` 步（从 0 数）的学习率：前 ``warmup`` 步线性升到 ``lr``，然后余弦降到 ``floor·lr``。
+SCHEDULES = ("cosine", "wsd")
+
+
+def lr_at(
+    step: int,
+    steps: int,
+    lr: float,
+    warmup: int,
+    floor: float = 0.1,
+    schedule: str = "cosine",
+    decay: float = 0.2,
+) -> float:
+    """第 ``step`` 步（从 0 数）的学习率：前 ``warmup`` 步线性升到 ``lr``，然后降到 ``floor·lr``。
+
+    ``schedule="cosine"``（默认）：预热之后按余弦一路降下去。``"wsd"``（warm-up–stable–decay，
+    Hu 等 2024 的 MiniCPM）：预热之后停在 ``lr``，最后 ``decay``（默认 20%）的步数里线性降到 ``floor·lr``。
 
     例子::
 
         >>> [round(lr_at(s, 10, 1.0, 2), 3) for s in (0, 1, 2, 6, 9)]
         [0.5, 1.0, 1.0, 0.45, 0.1]
+        >>> [round(lr_at(s, 10, 1.0, 2, schedule="wsd"), 3) for s in (0, 1, 2, 6, 7, 8, 9)]
+        [0.5, 1.0, 1.0, 1.0, 1.0, 0.55, 0.1]
     """
     if step < warmup:
         return lr * (step + 1) / warmup
+    if schedule == "wsd":
+        start = steps - max(1, round(decay * steps))  # 从这一步起线性下降
+        if step < start:
+            return lr
+        progress = (step - start + 1) / (steps - start)  # 降段的第一步已开始降，最后一步到 floor
+        return lr * (1 - (1 - floor) * min(1.0, progress))
     progress = (step - warmup) / max(1, steps - warmup - 1)  # 0 → 1
     return lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
@@ -226,15 +249,18 @@ def train(
     progress: Callable[[str], None] | None = None,
     accumulate: int = 1,
     muon_lr: float | None = None,
+    schedule: str = "cosine",
 ) -> TrainResult:
     """AdamW + 预热 + 余弦，训练 ``steps`` 步（就地修改 ``model``），返回 :class:`TrainResult`。
 
     ``muon_lr`` 给出时，块里的权重矩阵改用 :class:`~tinyformer.optim.Muon`（峰值学习率 ``muon_lr``，
-    同一条预热 + 余弦曲线），词嵌入（兼输出层）、位置嵌入、偏置和归一化的增益仍用 AdamW（``lr``）。
+    同一条学习率曲线），词嵌入（兼输出层）、位置嵌入、偏置和归一化的增益仍用 AdamW（``lr``）。
 
     ``accumulate`` > 1 时每步把批分成 ``accumulate`` 份（第 j, j+A, … 首），逐份前向、反向，梯度在
     参数上累加，再走一步：与 DDP 分给各进程的是同一种切分（:func:`batch_loss`），所以梯度与整批一起算的
     相同（到浮点舍入），激活值只占约 1/A 的内存。
+
+    ``schedule`` 是学习率曲线：``"cosine"``（默认）或 ``"wsd"``，见 :func:`lr_at`。
 
     数据顺序只取决于 ``seed``（:func:`batches`：每轮打乱，字数相近的诗放在同一批）。
     在 ``torchrun`` 下先调用 :func:`setup_distributed`，这里按进程组的 rank、world 分批、包上 DDP。
@@ -244,6 +270,7 @@ def train(
 
     check_positive_int("steps", steps)
     check_positive_int("accumulate", accumulate)
+    check_choice("schedule", schedule, SCHEDULES)
     if not valid_poems:  # 每 eval_every 步与最后一步都在它上面量每字比特数
         raise ValueError("valid_poems must hold at least one poem, got an empty list")
     if accumulate > batch_size:
@@ -286,7 +313,7 @@ def train(
         batch = next(stream)
         for optimizer, peak in zip(optimizers, peaks, strict=True):
             for group in optimizer.param_groups:
-                group["lr"] = lr_at(step, steps, peak, warmup)
+                group["lr"] = lr_at(step, steps, peak, warmup, schedule=schedule)
             optimizer.zero_grad()
         parts = []  # 各份的损失之和 = 整批的平均（单进程时）
         for j in range(accumulate):  # 本进程的第 j 份：全局第 rank·A + j 份（共 W·A 份）
@@ -305,7 +332,11 @@ def train(
         if (step + 1) % log_every == 0 or step + 1 == steps:
             bpc = sum(running) / len(running) / math.log(2)
             result.log.append(
-                {"step": step + 1, "lr": lr_at(step, steps, lr, warmup), "train_bpc": bpc}
+                {
+                    "step": step + 1,
+                    "lr": lr_at(step, steps, lr, warmup, schedule=schedule),
+                    "train_bpc": bpc,
+                }
             )
             running = []
             if progress:
