@@ -168,7 +168,7 @@ ERRORS = [
     ("gpt-vocab_size-long-list", lambda t: tf.GPTConfig(vocab_size=list(range(10_000))), ValueError,
      r"^vocab_size must be a positive integer, got vocab_size=\[0, 1, 2, .*… \(\d+ characters in its repr\)$"),
     ("activation-long-str", lambda t: tiny_transformer_config(activation="好" * 100_000), ValueError,
-     r"^activation must be one of 'relu', 'gelu', 'gelu_tanh', "
+     r"^activation must be one of 'relu', 'gelu', 'gelu_tanh', 'relu2', "
      r"got activation='好{60}'… \(100000 characters\)$"),
     # 位置编码的公开函数：频率 1/base^(2i/d) 必须有限（issue 26）
     ("sinusoidal-base-1e-310", lambda t: tf.sinusoidal_encoding(10, 512, base=1e-310), ValueError,

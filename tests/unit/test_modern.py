@@ -262,6 +262,8 @@ def test_rope_and_nope_have_no_position_embedding():
         {"ffn": "swiglu"},
         {"num_kv_heads": 1},
         {"bias": False},
+        {"qk_norm": True},
+        {"activation": "relu2"},
         {"norm": "rmsnorm", "position": "rope", "ffn": "swiglu", "num_kv_heads": 2, "bias": False},
     ],
 )
@@ -271,6 +273,46 @@ def test_every_parameter_is_trained(options):
     F.cross_entropy(model(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten()).backward()
     untouched = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.any()]
     assert untouched == []
+
+
+# ---- QK-norm 与 ReLU² -------------------------------------------------------------------------
+
+
+def test_relu_squared_is_its_formula_inside_the_ffn():
+    x = torch.randn(B, T, C, generator=torch.Generator().manual_seed(0))
+    ffn = tiny_gpt(activation="relu2").layers[0].ffn
+    expected = F.linear(F.relu(F.linear(x, ffn.linear1.weight, ffn.linear1.bias)) ** 2,
+                        ffn.linear2.weight, ffn.linear2.bias)  # fmt: skip
+    torch.testing.assert_close(ffn(x), expected)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_qk_norm_makes_attention_blind_to_the_scale_of_wq_and_wk(need_weights):
+    """q、k 各自归一化之后，W^Q、W^K 放大多少倍分数都不变；不归一化时分数跟着放大（softmax 变尖）。"""
+    x = torch.randn(B, T, C, generator=torch.Generator().manual_seed(0))
+    mask = causal_mask(T)
+    for qk_norm, same in ((True, True), (False, False)):
+        torch.manual_seed(0)
+        mha = MultiHeadAttention(C, H, num_kv_heads=2, qk_norm=qk_norm)
+        before = mha(x, x, x, attn_mask=mask, need_weights=need_weights)[0]
+        with torch.no_grad():
+            mha.q_proj.weight.mul_(30), mha.q_proj.bias.mul_(30)
+            mha.k_proj.weight.mul_(7), mha.k_proj.bias.mul_(7)
+        after = mha(x, x, x, attn_mask=mask, need_weights=need_weights)[0]
+        assert torch.allclose(before, after, atol=1e-3) == same, (
+            qk_norm
+        )  # RMSNorm 的 eps：差约 4e-5
+    norm = MultiHeadAttention(C, H, qk_norm=True).q_norm  # 每个头的 D 维，各头共用
+    assert isinstance(norm, RMSNorm) and norm.d_model == D
+
+
+def test_qk_norm_cached_generation_equals_full_recomputation():
+    model = _sharp_gpt(qk_norm=True, position="rope").double()
+    ids = torch.randint(0, V, (B, 3), generator=torch.Generator().manual_seed(1))
+    full = ids
+    for _ in range(4):
+        full = torch.cat([full, model(full)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(model.generate(ids, max_new_tokens=4, greedy=True), full)
 
 
 # ---- 带缓存的生成：每一种组合 ---------------------------------------------------------------

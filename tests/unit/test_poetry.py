@@ -231,12 +231,24 @@ def test_learning_rate_warms_up_then_decays_to_the_floor():
     assert all(a >= b for a, b in zip(lrs[9:], lrs[10:], strict=False))
 
 
-def _train(steps, warmup, log_every, eval_every, accumulate=1):
+def test_wsd_holds_the_peak_then_decays_linearly_over_the_last_fifth():
+    lrs = [training.lr_at(s, 100, 1.0, 10, schedule="wsd") for s in range(100)]
+    assert lrs[:10] == [training.lr_at(s, 100, 1.0, 10) for s in range(10)]  # 同样的预热
+    assert lrs[9:80] == [1.0] * 71 and lrs[-1] == pytest.approx(0.1)
+    steps = [a - b for a, b in zip(lrs[79:], lrs[80:], strict=False)]  # 最后 20 步每步降一样多
+    assert steps == pytest.approx([0.9 / 20] * 20)
+    with pytest.raises(
+        ValueError, match=r"schedule must be one of 'cosine', 'wsd', got schedule='linear'"
+    ):
+        _train(steps=1, warmup=1, log_every=1, eval_every=1, schedule="linear")
+
+
+def _train(steps, warmup, log_every, eval_every, accumulate=1, schedule="cosine"):
     """(模型, 训练结果)：种子 3 的 tiny_poet 在 TINY_POEMS × 4 上训练，批量 4。"""
     model, vocab = tiny_poet(seed=3)
     result = training.train(
         model, vocab, TINY_POEMS * 4, TINY_POEMS, steps=steps, batch_size=4, warmup=warmup,
-        log_every=log_every, eval_every=eval_every, accumulate=accumulate,
+        log_every=log_every, eval_every=eval_every, accumulate=accumulate, schedule=schedule,
     )  # fmt: skip
     return model, result
 

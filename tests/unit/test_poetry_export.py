@@ -83,3 +83,12 @@ def test_a_model_and_vocabulary_that_disagree_are_refused(tmp_path):
     _, other = load_model()
     with pytest.raises(ValueError, match=f"vocab_size=24 but vocab has {len(other)} entries"):
         export_poet(model, other, tmp_path)
+
+
+@pytest.mark.parametrize("options", [{"qk_norm": True}, {"activation": "relu2"}])
+def test_export_refuses_what_the_page_cannot_compute(tmp_path, options):
+    _, vocab = tiny_poet(seed=0)
+    model = GPT(GPTConfig(vocab_size=len(vocab), d_model=8, num_heads=2, num_layers=1, **options))
+    with pytest.raises(ValueError, match=r"^the page's forward pass has no QK-norm and no ReLU²"):
+        export_poet(model, vocab, tmp_path)
+    assert list(tmp_path.iterdir()) == []  # 什么也没写

@@ -7,10 +7,12 @@ import math
 from dataclasses import asdict
 
 import pytest
+import torch
 
 from tinyformer import GPT, GPTConfig
 from tinyformer.poetry import scale
 from tinyformer.poetry.corpus import load_split
+from tinyformer.poetry.training import make_model
 from tools import scale_lab
 
 # ---------------------------------------------------------------- 拟合
@@ -171,6 +173,28 @@ def test_run_trains_evaluates_and_repeats_exactly():
     assert 8 < first["valid_bpc"] < math.log2(5341) + 0.5  # 4 步：接近均匀猜测
     poems = load_split("train")[:40]
     assert first["tokens"] == round(4 * 4 * sum(len(p) + 1 for p in poems) / 40)
+
+
+def test_top1_accuracy_counts_each_poem_alone_whatever_the_padding():
+    """逐首单独前向（没有填充）数一遍：与成批（有填充）的结果相同；L = 1 就是 a，L 越长越少。"""
+    vocab, train_all, valid = scale._data()
+    model = make_model(vocab, 8, 1, 2, seed=0)
+    poems = valid[:25]  # 两批：20 + 5，长短不一
+    got = scale.top1_accuracy(model, poems, vocab)
+    right = total = 0
+    windows = {n: [0, 0] for n in scale.EXACT_LENGTHS}
+    with torch.no_grad():
+        for poem in poems:
+            ids = vocab.encode(poem, bos=True, eos=True)
+            hit = (model(torch.tensor([ids[:-1]])).argmax(-1)[0] == torch.tensor(ids[1:])).tolist()
+            right, total = right + sum(hit), total + len(hit)
+            for n, counts in windows.items():
+                counts[0] += sum(all(hit[j : j + n]) for j in range(len(hit) - n + 1))
+                counts[1] += len(hit) - n + 1
+    assert got["valid_top1"] == round(right / total, 5)
+    assert got["valid_exact"] == {str(n): round(a / b, 5) for n, (a, b) in windows.items()}
+    exact = [got["valid_exact"][str(n)] for n in scale.EXACT_LENGTHS]
+    assert exact[0] == got["valid_top1"] and exact == sorted(exact, reverse=True)
 
 
 # ---------------------------------------------------------------- 随包发布的结果

@@ -58,6 +58,12 @@ def export_poet(model: GPT, vocab: Vocab, directory: str | Path, show: int = 5) 
         raise ValueError(
             f"model.config.vocab_size={model.config.vocab_size} but vocab has {len(vocab)} entries"
         )
+    if model.config.qk_norm or model.config.activation == "relu2":  # 网页的前向只有 GPT-2 式的块
+        raise ValueError(
+            "the page's forward pass has no QK-norm and no ReLU²; export a model with "
+            f"qk_norm=False and activation in 'relu', 'gelu_tanh', got qk_norm={model.config.qk_norm}, "
+            f"activation={model.config.activation!r}"
+        )
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = {name: directory / name for name in FILES}

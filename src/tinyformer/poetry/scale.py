@@ -34,7 +34,6 @@ from .training import make_batch, make_model, train
 
 __all__ = [
     "ABLATIONS",
-    "ABLATION_TUNED",
     "EVAL_POEMS",
     "RECIPES",
     "EXPERIMENTS",
@@ -93,13 +92,10 @@ def _experiments() -> list[Experiment]:
     # 每 25 步评估一次，取验证集上最好的一次（提前停止，Kaplan 等人的 L(D) 也这样量）
     for n in (200, 400, 800, 1600, 3200):
         runs.append(Experiment(f"data-{n}", "data", train_poems=n, eval_every=25))
-    # 消融：等计算量组里 1e12 的 d64L2（已比二元模型好），一次改一处。每行先在种子 0 上扫三个学习率倍数
-    # （AdamW 与 Muon 的峰值同乘），扫出的那个（ABLATION_TUNED）再跑种子 1、2
-    for row, changes in ABLATIONS.items():
-        for times in ISOFLOP_SWEEP:
-            runs.append(_ablation(row, changes, times, seed=0))
-        for seed in SEEDS[1:]:
-            runs.append(_ablation(row, changes, ABLATION_TUNED[row], seed=seed))
+    # 消融：d_model 64、2 层，同样的步数与批，一次改一处，每行两个种子
+    for row, options in ABLATIONS.items():
+        for seed in SEEDS:
+            runs.append(Experiment(f"{row}-s{seed}", "ablation", seed=seed, options=options))
     # 配方：随包发布的尺寸（d_model 128，4 层），600 步 × 64 首（约 1.2 轮），只换优化器与学习率
     for row, (settings, seeds) in RECIPES.items():
         for seed in seeds:
@@ -180,51 +176,21 @@ RECIPES: dict[str, tuple[dict, tuple[int, ...]]] = {
     "muon-0.02": ({"muon_lr": 0.02}, (0, 1, 2)),
     "muon-0.05": ({"muon_lr": 0.05}, (0,)),
 }
-SEEDS = (0, 1, 2)
-# 消融表的行：与基线（ABLATION_BASE）不同的那一处——交给 GPTConfig 的选项（"options"），或 Experiment
-# 的字段（学习率曲线、尺寸）。SwiGLU 的隐藏层默认是 round(2/3·4·d_model)，参数量与 4·d_model 的两层前馈
-# 网络相当；GQA 让 4 个查询头共用 2 组 K、V；深、宽两行的非嵌入参数与基线相近（约 11 万对 10 万）
-ABLATION_BASE = ("d64L2", BUDGETS[0])
+SEEDS = (0, 1)
+# 消融表的行：交给 GPTConfig 的选项。SwiGLU 的隐藏层默认是 round(2/3·4·d_model)，参数量与 4·d_model 的
+# 两层前馈网络相当；GQA 让 4 个查询头共用 2 组 K、V
 ABLATIONS: dict[str, dict] = {
     "gpt2": {},
-    "rmsnorm": {"options": {"norm": "rmsnorm"}},
-    "rope": {"options": {"position": "rope"}},
-    "nope": {"options": {"position": "none"}},
-    "swiglu": {"options": {"ffn": "swiglu"}},
-    "relu2": {"options": {"activation": "relu2"}},
-    "qk-norm": {"options": {"qk_norm": True}},
-    "gqa": {"options": {"num_kv_heads": 2}},
-    "no-bias": {"options": {"bias": False}},
-    "untied": {"options": {"tie_output": False}},
-    "dropout": {"options": {"dropout": 0.1}},
-    "wsd": {"schedule": "wsd"},
-    "deep": {"d_model": 48, "num_layers": 4},
-    "wide": {"d_model": 96, "num_layers": 1},
-    "llama": {"options": {
+    "rmsnorm": {"norm": "rmsnorm"},
+    "rope": {"position": "rope"},
+    "swiglu": {"ffn": "swiglu"},
+    "gqa": {"num_kv_heads": 2},
+    "no-bias": {"bias": False},
+    "nope": {"position": "none"},
+    "llama": {
         "norm": "rmsnorm", "position": "rope", "ffn": "swiglu", "num_kv_heads": 2, "bias": False
-    }},
+    },
 }  # fmt: skip
-# 扫出的学习率倍数：每行种子 0 上最好的那个（测试核对它与随包的结果一致）
-ABLATION_TUNED: dict[str, float] = {row: 2.0 for row in ABLATIONS}
-
-
-def _ablation(row: str, changes: dict, times: float, seed: int) -> Experiment:
-    """消融表的一次训练：基线（d64L2，4 个头，批 32，1e12 次浮点运算）改 ``changes`` 一处。
-
-    不绑定输出层的一行多出一张 V × C 的输入表，它只查表、不做乘法；按 C = 6·N·D 定步数会白白少走
-    一半的步，所以这一行走基线的步数（同样的乘法次数），不按预算算。"""
-    size, budget = ABLATION_BASE
-    d, layers, heads = ISOFLOP_SIZES[size]
-    settings = {"d_model": d, "num_layers": layers, "flops": budget, **changes}
-    if row == "untied":
-        settings.update(flops=None, steps=ABLATION_STEPS, warmup=ABLATION_STEPS // 10,
-                        eval_every=ABLATION_STEPS)  # fmt: skip
-    return Experiment(f"abl-{row}-x{times:g}-s{seed}", "ablation", num_heads=heads,
-                      batch_size=32, lr=LR * times, muon_lr=MUON_LR * times, seed=seed,
-                      **settings)  # fmt: skip
-
-
-ABLATION_STEPS = 257  # 基线在 1e12 上由 C = 6·N·D 算出的步数（iso-1e12-d64L2 的记录）
 
 
 EXPERIMENTS: list[Experiment] = _experiments()
