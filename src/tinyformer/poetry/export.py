@@ -38,6 +38,7 @@ __all__ = ["export_poet"]
 
 FORMAT = "tinyformer-page-poet-1"
 FILES = ("poet.safetensors", "poet.json", "meter.json")
+PAGE_ACTIVATIONS = ("relu", "gelu_tanh")  # 与 _static_ch08/live_translator/transformer.js 的相同
 
 
 @torch.no_grad()
@@ -58,10 +59,10 @@ def export_poet(model: GPT, vocab: Vocab, directory: str | Path, show: int = 5) 
         raise ValueError(
             f"model.config.vocab_size={model.config.vocab_size} but vocab has {len(vocab)} entries"
         )
-    if model.config.qk_norm or model.config.activation == "relu2":  # 网页的前向只有 GPT-2 式的块
-        raise ValueError(
-            "the page's forward pass has no QK-norm and no ReLU²; export a model with "
-            f"qk_norm=False and activation in 'relu', 'gelu_tanh', got qk_norm={model.config.qk_norm}, "
+    if model.config.qk_norm or model.config.activation not in PAGE_ACTIVATIONS:
+        raise ValueError(  # 网页的前向（transformer.js 的 checkConfig）只有 GPT-2 式的块
+            "the page's forward pass has no QK-norm and knows only the activations "
+            f"{', '.join(map(repr, PAGE_ACTIVATIONS))}, got qk_norm={model.config.qk_norm}, "
             f"activation={model.config.activation!r}"
         )
     directory = Path(directory)

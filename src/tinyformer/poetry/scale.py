@@ -225,7 +225,8 @@ def run(
     """训练并评估 ``exp``，返回一行结果：设置、参数量、看过的字数、验证集每字比特数、用时。
 
     ``valid_bpc`` 是训练结束时的值，``best_valid_bpc`` 是各次评估里最好的（提前停止），
-    ``curve`` 是每次评估的 [步数, 每字比特数]。
+    ``curve`` 是每次评估的 [步数, 每字比特数]；``valid_top1``、``valid_exact`` 见 :func:`top1_accuracy`
+    （在训练结束时的模型上量）。
     """
     vocab, train_all, valid = _data()
     poems = train_all if exp.train_poems is None else train_all[: exp.train_poems]
